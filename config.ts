@@ -1,0 +1,107 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+const Int = (min: number, fallback: number, max = 2147483647) =>
+  Type.Integer({ minimum: min, maximum: max, default: fallback })
+
+/**
+ * Every setting of the service, with its default. This is the only place that knows
+ * the environment variables; everything else receives a typed Config.
+ */
+export const ConfigSchema = Type.Object({
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PORT: Int(0, 8000, 65535),
+  DATABASE_URL: Type.String({
+    default: 'pglite://./data/pglite',
+    pattern: '^(postgres|postgresql|pglite|memory)://',
+    description: 'a postgres://, postgresql://, pglite://PATH or memory:// URL'
+  }),
+  SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
+  REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
+  FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
+  FIRST_SUPERUSER_PASSWORD: Type.Optional(Type.String({ minLength: 1 })),
+  BACKEND_CORS_ORIGINS: Type.Array(Type.String({
+    pattern: '^https?://[^/]+$',
+    description: 'a comma-separated list of origins such as https://app.example.com'
+  }), { default: [] }),
+  DEFAULT_PAGE_LIMIT: Int(1, 20),
+  MAX_PAGE_LIMIT: Int(1, 100),
+  CREATE_TABLES_ON_STARTUP: Type.Boolean({ default: true }),
+  RESOURCES: Type.Array(Type.String({
+    pattern: '^[a-z][a-z0-9_]{0,62}$',
+    description: 'a comma-separated list of lower-case identifiers such as records,notes'
+  }), { default: ['records'] }),
+  PASSWORD_MIN_LENGTH: Int(1, 8, 1024),
+  LOGIN_MAX_FAILURES: Int(0, 10),
+  WORKERS: Int(1, 1, 64),
+  BODY_LIMIT: Int(1, 1048576),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info', description: 'one of fatal, error, warn, info, debug, trace, silent' }
+  )
+})
+
+export type Config = Static<typeof ConfigSchema>
+type Key = keyof Config
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const TRUE = new Set(['true', '1', 'yes'])
+const FALSE = new Set(['false', '0', 'no'])
+
+/** Turns one environment string into the JSON value its schema expects. */
+function fromEnv (name: string, raw: string, schema: TSchema): unknown {
+  switch (schema.type) {
+    case 'integer': {
+      const text = raw.trim()
+      if (!/^-?\d+$/.test(text)) throw new ConfigError(`${name} must be an integer (got "${raw}")`)
+      return Number(text)
+    }
+    case 'boolean': {
+      const text = raw.trim().toLowerCase()
+      if (TRUE.has(text)) return true
+      if (FALSE.has(text)) return false
+      throw new ConfigError(`${name} must be one of true/false/1/0/yes/no (got "${raw}")`)
+    }
+    case 'array':
+      return raw.split(',').map((part) => part.trim()).filter(Boolean)
+    default:
+      return raw
+  }
+}
+
+/**
+ * Applies defaults to a partial config and validates the result, naming the first bad setting.
+ * Tests and embedding apps call this through buildApp with plain values.
+ */
+export function resolveConfig (partial: Partial<Config> = {}): Config {
+  const defined = Object.fromEntries(Object.entries(partial).filter(([, value]) => value !== undefined))
+  const config = Value.Default(ConfigSchema, Value.Clone(defined)) as Config
+  const error = Value.Errors(ConfigSchema, config).First()
+  if (error) {
+    const name = error.path.split('/')[1] ?? 'config'
+    const got = name in config ? ` (got ${JSON.stringify(config[name as Key])})` : ''
+    const expected = error.schema.description ? `must be ${error.schema.description}` : error.message.toLowerCase()
+    throw new ConfigError(`${name}: ${expected}${got}`)
+  }
+  if (config.DEFAULT_PAGE_LIMIT > config.MAX_PAGE_LIMIT) {
+    throw new ConfigError(
+      `DEFAULT_PAGE_LIMIT (${config.DEFAULT_PAGE_LIMIT}) must not exceed MAX_PAGE_LIMIT (${config.MAX_PAGE_LIMIT})`
+    )
+  }
+  return config
+}
+
+/** Reads the process environment (or the given one). An empty variable counts as unset. */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+  const partial: Record<string, unknown> = {}
+  for (const [name, schema] of Object.entries(ConfigSchema.properties)) {
+    const raw = env[name]
+    if (raw === undefined || raw.trim() === '') continue
+    partial[name] = fromEnv(name, raw, schema)
+  }
+  return resolveConfig(partial as Partial<Config>)
+}

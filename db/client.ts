@@ -1,0 +1,83 @@
+import { mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { sql } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import * as schema from './schema.js'
+
+export type Schema = typeof schema
+
+/** The Drizzle database, whichever driver is underneath; a transaction is one too. */
+export type Database = PgDatabase<PgQueryResultHKT, Schema>
+
+export type Driver = 'pglite' | 'postgres'
+
+export interface DatabaseClient {
+  db: Database
+  driver: Driver
+  /** Applies the committed migrations (db/migrations); idempotent. */
+  migrate (): Promise<void>
+  /** Resolves when the database answers a trivial query. */
+  ping (): Promise<void>
+  /** Idempotent. */
+  close (): Promise<void>
+}
+
+export interface PgliteOptions {
+  /** Start from this data-folder dump (from `dumpPglite`) instead of an empty cluster: much faster. */
+  loadDataDir?: Blob
+}
+
+const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
+
+/**
+ * Opens the database that DATABASE_URL names: `postgres://` or `postgresql://` through
+ * postgres.js, `pglite://PATH` as PGlite in a folder, `memory://` as an in-memory PGlite.
+ */
+export async function connect (url: string): Promise<DatabaseClient> {
+  const scheme = url.slice(0, url.indexOf('://'))
+  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url)
+  if (scheme === 'pglite') return connectPglite(url.slice('pglite://'.length))
+  if (scheme === 'memory') return connectPglite(undefined)
+  throw new Error(`unsupported database URL scheme "${scheme}://"`)
+}
+
+async function connectPostgres (url: string): Promise<DatabaseClient> {
+  const { default: postgres } = await import('postgres')
+  const { drizzle } = await import('drizzle-orm/postgres-js')
+  const { migrate } = await import('drizzle-orm/postgres-js/migrator')
+  const client = postgres(url, {
+    max: 10,
+    // Fail fast when the server is unreachable: requests answer 503 instead of hanging.
+    connect_timeout: 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+    // Pipelining slowed down under sustained load above the pool size; measured in DESIGN.md.
+    ...{ max_pipeline: 0 }
+  })
+  const db = drizzle({ client, schema })
+  return {
+    db,
+    driver: 'postgres',
+    migrate: () => migrate(db, { migrationsFolder }),
+    ping: async () => { await client`select 1` },
+    close: () => client.end({ timeout: 5 })
+  }
+}
+
+/** PGlite in `dataDir`, or in memory when it is undefined. */
+export async function connectPglite (dataDir: string | undefined, options: PgliteOptions = {}): Promise<DatabaseClient & { dump (): Promise<Blob> }> {
+  const { PGlite } = await import('@electric-sql/pglite')
+  const { drizzle } = await import('drizzle-orm/pglite')
+  const { migrate } = await import('drizzle-orm/pglite/migrator')
+  if (dataDir) mkdirSync(dataDir, { recursive: true })
+  const client = await PGlite.create(dataDir, options)
+  const db = drizzle({ client, schema })
+  return {
+    db,
+    driver: 'pglite',
+    migrate: () => migrate(db, { migrationsFolder }),
+    ping: async () => { await db.execute(sql`select 1`) },
+    close: async () => { if (!client.closed) await client.close() },
+    dump: () => client.dumpDataDir('none')
+  }
+}

@@ -1,0 +1,31 @@
+// SQLSTATE classes and driver codes that mean "the database is not there", not "the query is wrong".
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
+const UNAVAILABLE_DRIVER_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED'
+])
+
+/** Drizzle wraps driver errors in `cause`; this walks the chain to the driver's error. */
+function * causes (error: unknown): Generator<{ code?: unknown, severity?: unknown }> {
+  let current = error
+  for (let depth = 0; depth < 5 && current !== null && typeof current === 'object'; depth++) {
+    yield current as { code?: unknown }
+    current = (current as { cause?: unknown }).cause
+  }
+}
+
+export function isDatabaseUnavailable (error: unknown): boolean {
+  for (const { code } of causes(error)) {
+    if (typeof code !== 'string') continue
+    if (UNAVAILABLE_DRIVER_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)) return true
+  }
+  return false
+}
+
+/** The SQLSTATE of a server error, e.g. '23505' for a unique violation (both drivers set `severity`). */
+export function sqlState (error: unknown): string | undefined {
+  for (const cause of causes(error)) {
+    if ('severity' in cause && typeof cause.code === 'string') return cause.code
+  }
+  return undefined
+}

@@ -1,0 +1,59 @@
+import { sql } from 'drizzle-orm'
+import {
+  boolean, check, doublePrecision, index, integer, pgTable, text, timestamp, uuid, varchar
+} from 'drizzle-orm/pg-core'
+
+// Column names are the API's field names, so a row is its public shape without a mapping layer.
+
+const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
+
+export const users = pgTable('users', {
+  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+  // Stored lower-cased by the accounts repository, so a plain unique index is case-insensitive.
+  email: text('email').notNull().unique(),
+  hashed_password: text('hashed_password').notNull(),
+  is_active: boolean('is_active').notNull().default(true),
+  is_superuser: boolean('is_superuser').notNull().default(false),
+  scopes: text('scopes').notNull().default('me'),
+  created_at: createdAt()
+})
+
+export const refreshTokens = pgTable('refresh_tokens', {
+  jti: uuid('jti').primaryKey(),
+  user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  // Every token rotated from one login shares the family, so reuse can revoke the whole chain.
+  family_id: uuid('family_id').notNull(),
+  expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  revoked: boolean('revoked').notNull().default(false),
+  created_at: createdAt()
+}, (table) => [
+  index('refresh_tokens_user_id_idx').on(table.user_id),
+  index('refresh_tokens_family_id_idx').on(table.family_id),
+  index('refresh_tokens_expires_at_idx').on(table.expires_at)
+])
+
+export const items = pgTable('items', {
+  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+  name: varchar('name', { length: 128 }).notNull(),
+  description: varchar('description', { length: 512 }),
+  price: doublePrecision('price').notNull(),
+  in_stock: boolean('in_stock').notNull().default(true),
+  created_at: createdAt()
+}, (table) => [
+  index('items_name_idx').on(table.name),
+  check('items_price_non_negative', sql`${table.price} >= 0`)
+])
+
+/**
+ * The table of one Profile C resource. Each resource gets its own table and so its own
+ * identity sequence: ids start at 1 and are never reused after a delete.
+ */
+export function resourceTable (name: string) {
+  return pgTable(name, {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    title: text('title').notNull(),
+    description: text('description')
+  })
+}
+
+export type ResourceTable = ReturnType<typeof resourceTable>

@@ -1,0 +1,24 @@
+import cors from '@fastify/cors'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+
+export interface CorsOptions {
+  /** Exact origins allowed to call the API from a browser; empty means no CORS headers at all. */
+  origins: string[]
+}
+
+/** CORS for the front ends named in BACKEND_CORS_ORIGINS, preflight included. */
+async function corsPlugin (app: FastifyInstance, opts: CorsOptions) {
+  if (opts.origins.length === 0) return
+  const allowed = new Set(opts.origins)
+  await app.register(cors, {
+    // A function, not the list, so matching is exact: no prefix or regex surprises.
+    origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type'],
+    exposedHeaders: ['WWW-Authenticate', 'Retry-After'],
+    maxAge: 600
+  })
+}
+
+export default fp(corsPlugin, { name: 'cors', fastify: '5.x' })

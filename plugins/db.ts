@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { connect, type Database, type DatabaseClient } from '../db/client.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Drizzle database shared by every profile. */
+    db: Database
+    /** The client behind `db`: driver name, ping for readiness, migrations. */
+    dbClient: DatabaseClient
+  }
+}
+
+export type DbOptions = ({
+  /** A DATABASE_URL: postgres://, postgresql://, pglite://PATH or memory:// */
+  url: string
+} | {
+  /** An already open client; the app owns it from now on and closes it with itself. */
+  client: DatabaseClient
+}) & {
+  /** Apply the committed migrations before the app is ready (CREATE_TABLES_ON_STARTUP). */
+  migrate?: boolean
+}
+
+/**
+ * Opens the database, applies migrations when asked, decorates `db`, and closes the
+ * client when the app closes.
+ */
+async function dbPlugin (app: FastifyInstance, opts: DbOptions) {
+  const client = 'client' in opts ? opts.client : await connect(opts.url)
+  app.addHook('onClose', () => client.close())
+  if (opts.migrate !== false) await client.migrate()
+  app.decorate('db', client.db)
+  app.decorate('dbClient', client)
+  app.log.debug({ driver: client.driver }, 'database ready')
+}
+
+export default fp(dbPlugin, { name: 'db', fastify: '5.x' })

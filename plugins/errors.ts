@@ -1,0 +1,89 @@
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { isDatabaseUnavailable } from '../db/errors.js'
+import { NO_NUL_PATTERN } from '../schemas/common.js'
+import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
+
+type ValidationError = NonNullable<FastifyError['validation']>[number]
+
+// Fastify's own codes, renamed to the stable names of our error contract.
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_BODY',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_BODY',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_BODY'
+}
+
+/** `404` -> `NOT_FOUND`: the code of an error that brought no code of its own. */
+const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
+
+export function problem (status: number, code: string, detail: string): Problem {
+  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code }
+}
+
+function pointer (context: string | undefined, error: ValidationError): string {
+  const missing = error.keyword === 'required' ? `/${String(error.params.missingProperty)}` : ''
+  return `/${context ?? 'request'}${error.instancePath}${missing}`
+}
+
+function message (error: ValidationError): string {
+  if (error.keyword === 'required') return 'is required'
+  if (error.keyword === 'pattern' && error.params.pattern === NO_NUL_PATTERN) return 'must not contain NUL characters'
+  return error.message ?? 'is invalid'
+}
+
+function validationProblem (error: FastifyError): ValidationProblem {
+  const errors = (error.validation ?? []).map((item) => ({
+    path: pointer(error.validationContext, item),
+    message: message(item)
+  }))
+  const detail = errors.map((item) => `${item.path} ${item.message}`).join('; ') || 'request is invalid'
+  return { ...problem(422, 'VALIDATION_FAILED', detail), errors }
+}
+
+function toProblem (error: FastifyError, request: FastifyRequest): Problem | ValidationProblem {
+  if (error.validation) return validationProblem(error)
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: error }, 'database unavailable')
+    return problem(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly')
+  }
+  const status = error.statusCode ?? 500
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Content type "${request.headers['content-type']}" is not supported here`)
+  }
+  // Client errors, and deliberate coded server errors such as a 503, pass through as thrown.
+  if ((status >= 400 && status < 500) || (status > 500 && status < 600 && error.code)) {
+    return problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
+  }
+  // Anything else is our fault: the log gets the error, the client a generic line it can quote.
+  request.log.error({ err: error }, 'unhandled error')
+  return problem(500, 'INTERNAL_ERROR', `An unexpected error occurred (request ${request.id})`)
+}
+
+function sendProblem (reply: FastifyReply, body: Problem) {
+  if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
+  if (body.status === 503) reply.header('retry-after', '5')
+  return reply.code(body.status).type('application/problem+json').send(body)
+}
+
+/**
+ * One error format for the whole app: every error, thrown or raised by Fastify, becomes an
+ * RFC 9457 problem document with a string `detail` and a stable `code`.
+ * @see https://www.rfc-editor.org/rfc/rfc9457
+ */
+async function errorsPlugin (app: FastifyInstance) {
+  app.addSchema(ProblemSchema)
+  app.addSchema(ValidationProblemSchema)
+
+  app.setErrorHandler(function handleError (error: FastifyError, request, reply) {
+    return sendProblem(reply, toProblem(error, request))
+  })
+
+  app.setNotFoundHandler(function routeNotFound (request, reply) {
+    return sendProblem(reply, problem(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url} not found`))
+  })
+}
+
+export default fp(errorsPlugin, { name: 'errors', fastify: '5.x' })

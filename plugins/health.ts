@@ -1,0 +1,57 @@
+import createError from '@fastify/error'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ref } from '../schemas/common.js'
+import { problemResponses } from '../schemas/error.js'
+import { HealthSchema } from '../schemas/health.js'
+
+const READY_TIMEOUT_MS = 2000
+
+const NotReadyError = createError('DATABASE_UNAVAILABLE', 'The database does not answer', 503)
+
+/** Resolves when `check` does, rejects when it fails or takes longer than `ms`. */
+async function within (ms: number, check: () => Promise<void>) {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  try {
+    await Promise.race([check(), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Liveness (no I/O, so a slow database never restarts a healthy process) and readiness. */
+const health: FastifyPluginAsyncTypebox = async (app) => {
+  if (!app.getSchema('Health')) app.addSchema(HealthSchema)
+
+  app.get('/health', {
+    schema: {
+      operationId: 'getHealth',
+      summary: 'Liveness probe',
+      tags: ['health'],
+      response: { 200: ref(HealthSchema) }
+    }
+  }, async function liveness () {
+    return { status: 'ok' as const }
+  })
+
+  app.get('/health/ready', {
+    schema: {
+      operationId: 'getReadiness',
+      summary: 'Readiness probe: 200 when the database answers',
+      tags: ['health'],
+      response: { 200: ref(HealthSchema), ...problemResponses(503) }
+    }
+  }, async function readiness (request) {
+    try {
+      await within(READY_TIMEOUT_MS, () => app.dbClient.ping())
+    } catch (err) {
+      request.log.warn({ err }, 'readiness check failed')
+      throw new NotReadyError()
+    }
+    return { status: 'ok' as const }
+  })
+}
+
+export default health

@@ -1,0 +1,21 @@
+import { Type, type Static, type TSchema, type StringOptions } from '@sinclair/typebox'
+
+/**
+ * A reference to a schema registered with `$id`, typed as the schema itself.
+ * Only for response schemas: request schemas are inlined so the body validator needs no registry.
+ */
+export const ref = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T>>(Type.Ref(schema.$id as string))
+
+/** PostgreSQL `integer`: ids and query numbers never overflow into a driver error. */
+export const PG_INT_MAX = 2147483647
+
+export const Id = (options: { description?: string } = {}) =>
+  Type.Integer({ minimum: 1, maximum: PG_INT_MAX, ...options })
+
+/** PostgreSQL cannot store NUL in text, so it is refused at validation (422), not by the driver. */
+export const NO_NUL_PATTERN = '^[^\\u0000]*$'
+
+export const Text = (options: StringOptions = {}) => Type.String({ pattern: NO_NUL_PATTERN, ...options })
+
+export const Timestamp = (options: { description?: string } = {}) =>
+  Type.Unsafe<Date | string>(Type.String({ format: 'date-time', ...options }))

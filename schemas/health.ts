@@ -1,0 +1,5 @@
+import { Type } from '@sinclair/typebox'
+
+export const HealthSchema = Type.Object({
+  status: Type.Literal('ok')
+}, { $id: 'Health', title: 'Health' })

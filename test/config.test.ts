@@ -1,0 +1,89 @@
+import t from 'tap'
+import { ConfigError, loadConfig, resolveConfig } from '../config.js'
+
+t.test('an empty environment gives the documented defaults', async (t) => {
+  t.same(loadConfig({}), {
+    HOST: '127.0.0.1',
+    PORT: 8000,
+    DATABASE_URL: 'pglite://./data/pglite',
+    ACCESS_TOKEN_EXPIRE_MINUTES: 30,
+    REFRESH_TOKEN_EXPIRE_DAYS: 14,
+    BACKEND_CORS_ORIGINS: [],
+    DEFAULT_PAGE_LIMIT: 20,
+    MAX_PAGE_LIMIT: 100,
+    CREATE_TABLES_ON_STARTUP: true,
+    RESOURCES: ['records'],
+    PASSWORD_MIN_LENGTH: 8,
+    LOGIN_MAX_FAILURES: 10,
+    WORKERS: 1,
+    BODY_LIMIT: 1048576,
+    LOG_LEVEL: 'info'
+  })
+})
+
+t.test('environment strings become typed values', async (t) => {
+  const config = loadConfig({
+    PORT: '9000',
+    DATABASE_URL: 'postgresql://u@127.0.0.1:5432/db',
+    SECRET_KEY: 's3cret',
+    BACKEND_CORS_ORIGINS: 'http://localhost:3000, https://app.example.com,',
+    CREATE_TABLES_ON_STARTUP: 'false',
+    RESOURCES: 'records,notes',
+    LOGIN_MAX_FAILURES: '0',
+    LOG_LEVEL: 'warn'
+  })
+  t.equal(config.PORT, 9000)
+  t.equal(config.DATABASE_URL, 'postgresql://u@127.0.0.1:5432/db')
+  t.equal(config.SECRET_KEY, 's3cret')
+  t.same(config.BACKEND_CORS_ORIGINS, ['http://localhost:3000', 'https://app.example.com'])
+  t.equal(config.CREATE_TABLES_ON_STARTUP, false)
+  t.same(config.RESOURCES, ['records', 'notes'])
+  t.equal(config.LOGIN_MAX_FAILURES, 0)
+  t.equal(config.LOG_LEVEL, 'warn')
+})
+
+t.test('booleans accept true/false/1/0/yes/no in any case', async (t) => {
+  for (const [raw, value] of [['true', true], ['1', true], ['YES', true], ['False', false], ['0', false], ['no', false]] as const) {
+    t.equal(loadConfig({ CREATE_TABLES_ON_STARTUP: raw }).CREATE_TABLES_ON_STARTUP, value, raw)
+  }
+})
+
+t.test('an empty variable counts as unset', async (t) => {
+  const config = loadConfig({ SECRET_KEY: '', PORT: ' ' })
+  t.equal(config.SECRET_KEY, undefined)
+  t.equal(config.PORT, 8000)
+})
+
+t.test('every database URL scheme is accepted', async (t) => {
+  for (const url of ['postgres://h/db', 'postgresql://h/db', 'pglite://./x', 'memory://']) {
+    t.equal(loadConfig({ DATABASE_URL: url }).DATABASE_URL, url)
+  }
+})
+
+t.test('a bad value stops the start with one line naming the variable', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /^PORT must be an integer \(got "abc"\)$/],
+    [{ PORT: '70000' }, /^PORT: .*65535.*\(got 70000\)$/],
+    [{ PORT: '80.5' }, /^PORT must be an integer/],
+    [{ MAX_PAGE_LIMIT: '0' }, /^MAX_PAGE_LIMIT: .*1.*\(got 0\)$/],
+    [{ DATABASE_URL: 'mysql://h/db' }, /^DATABASE_URL: must be a postgres:\/\/, postgresql:\/\/, pglite:\/\/PATH or memory:\/\/ URL \(got "mysql:\/\/h\/db"\)$/],
+    [{ CREATE_TABLES_ON_STARTUP: 'maybe' }, /^CREATE_TABLES_ON_STARTUP must be one of true\/false\/1\/0\/yes\/no \(got "maybe"\)$/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/],
+    [{ WORKERS: '0' }, /^WORKERS: /],
+    [{ RESOURCES: 'Bad-Name' }, /^RESOURCES: must be a comma-separated list of lower-case identifiers/],
+    [{ BACKEND_CORS_ORIGINS: 'localhost:3000' }, /^BACKEND_CORS_ORIGINS: must be a comma-separated list of origins/],
+    [{ DEFAULT_PAGE_LIMIT: '50', MAX_PAGE_LIMIT: '10' }, /^DEFAULT_PAGE_LIMIT \(50\) must not exceed MAX_PAGE_LIMIT \(10\)$/]
+  ]
+  for (const [env, message] of cases) {
+    const error = t.throws(() => loadConfig(env), ConfigError, JSON.stringify(env)) as Error
+    t.match(error.message, message, JSON.stringify(env))
+    t.notMatch(error.message, /\n/, 'one line')
+  }
+})
+
+t.test('resolveConfig takes typed settings and fills in defaults', async (t) => {
+  const config = resolveConfig({ MAX_PAGE_LIMIT: 5, DEFAULT_PAGE_LIMIT: 5 })
+  t.equal(config.MAX_PAGE_LIMIT, 5)
+  t.equal(config.PORT, 8000)
+  t.throws(() => resolveConfig({ PORT: -1 }), /^PORT: /)
+})
