@@ -51,8 +51,10 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
     connect_timeout: 5,
     idle_timeout: 60,
     onnotice: () => {},
-    // Pipelining slowed down under sustained load above the pool size; measured in DESIGN.md.
-    ...{ max_pipeline: 0 }
+    // Deep pipelining slowed down under sustained load above the pool size (DESIGN.md). 0 would
+    // turn it off but also breaks sql.begin in postgres.js 3.4 (BEGIN fails UNSAFE_TRANSACTION):
+    // 1 keeps transactions working with at most one query queued behind the running one.
+    ...{ max_pipeline: 1 }
   })
   const db = drizzle({ client, schema })
   return {

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { buildApp, type App, type BuildOptions } from '../app.js'
 import type { Config } from '../config.js'
-import { connectPglite, type DatabaseClient } from '../db/client.js'
+import { connect, connectPglite, type DatabaseClient } from '../db/client.js'
 
-type Test = { teardown (fn: () => unknown): void }
+import type { Test } from 'tap'
 
 /** Set to run the whole suite on PostgreSQL, e.g. postgres://plinth@127.0.0.1:55432/plinth */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
@@ -15,22 +15,22 @@ const root = new URL('..', import.meta.url).pathname
 const migrations = join(root, 'db/migrations')
 
 /**
- * A dump of a freshly migrated PGlite, cached on disk per migration set: a new in-memory PGlite
- * takes about 4 s to initialise here, one loaded from this dump under 1 s.
+ * A dump of a new PGlite, migrated or not, cached on disk per migration set: a new in-memory
+ * PGlite takes about 4 s to initialise here, one loaded from this dump about 1 s.
  */
-async function migratedSnapshot (): Promise<Blob> {
+async function pgliteSnapshot (migrated: boolean): Promise<Blob> {
   const hash = createHash('sha256')
   hash.update(await readFile(join(root, 'node_modules/@electric-sql/pglite/package.json')))
   for (const file of (await readdir(migrations, { recursive: true })).sort()) {
     if (file.endsWith('.sql') || file.endsWith('.json')) hash.update(file).update(await readFile(join(migrations, file)))
   }
   const cache = join(root, 'node_modules/.cache/plinth')
-  const file = join(cache, `pglite-${hash.digest('hex').slice(0, 16)}.tar`)
+  const file = join(cache, `pglite-${migrated ? 'migrated' : 'empty'}-${hash.digest('hex').slice(0, 16)}.tar`)
   try {
     return new Blob([await readFile(file)])
   } catch {
     const client = await connectPglite(undefined)
-    await client.migrate()
+    if (migrated) await client.migrate()
     const dump = await client.dump()
     await client.close()
     await mkdir(cache, { recursive: true })
@@ -42,12 +42,12 @@ async function migratedSnapshot (): Promise<Blob> {
   }
 }
 
-let snapshot: Promise<Blob> | undefined
+const snapshots = new Map<boolean, Promise<Blob>>()
 
-/** An in-memory PGlite with every migration applied. */
-export async function freshPglite (): Promise<DatabaseClient> {
-  snapshot ??= migratedSnapshot()
-  return connectPglite(undefined, { loadDataDir: await snapshot })
+/** An in-memory PGlite, with every migration applied unless asked otherwise. */
+export async function freshPglite ({ migrated = true } = {}): Promise<DatabaseClient> {
+  if (!snapshots.has(migrated)) snapshots.set(migrated, pgliteSnapshot(migrated))
+  return connectPglite(undefined, { loadDataDir: await snapshots.get(migrated) })
 }
 
 /**
@@ -68,16 +68,23 @@ export async function freshPostgresUrl (t: Test): Promise<string> {
   return url.toString()
 }
 
+/** A database no other test sees, closed when the test ends: migrated, or empty when asked. */
+export async function freshDatabase (t: Test, { migrated = true } = {}): Promise<DatabaseClient> {
+  const client = TEST_DATABASE_URL
+    ? await connect(await freshPostgresUrl(t))
+    : await freshPglite({ migrated })
+  t.teardown(() => client.close())
+  if (migrated) await client.migrate()
+  return client
+}
+
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
  * PostgreSQL database when TEST_DATABASE_URL is set. Closed when the test ends; not yet
  * ready, so a test can still add routes (inject readies it).
  */
 export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions = {}): Promise<App> {
-  options = { logger: false, ...options }
-  const app = TEST_DATABASE_URL
-    ? await buildApp({ ...settings, DATABASE_URL: await freshPostgresUrl(t) }, options)
-    : await buildApp(settings, { ...options, database: await freshPglite() })
+  const app = await buildApp(settings, { logger: false, database: await freshDatabase(t), ...options })
   t.teardown(() => app.close())
   return app
 }

@@ -1,0 +1,19 @@
+// The library's public surface: the app, each plugin on its own, the database layer and the schemas.
+export { buildApp, API_PREFIX, type App, type BuildOptions } from './app.js'
+export { ConfigSchema, ConfigError, loadConfig, resolveConfig, type Config } from './config.js'
+
+export { default as dbPlugin, type DbOptions } from './plugins/db.js'
+export { default as errorsPlugin, problem } from './plugins/errors.js'
+export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
+export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
+export { default as healthPlugin } from './plugins/health.js'
+export { validatorCompiler } from './plugins/validation.js'
+
+export { connect, connectPglite, type Database, type DatabaseClient, type Driver } from './db/client.js'
+export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
+export { isDatabaseUnavailable, sqlState } from './db/errors.js'
+export * as tables from './db/schema.js'
+
+export * from './schemas/common.js'
+export * from './schemas/error.js'
+export * from './schemas/health.js'

@@ -1,0 +1,88 @@
+import cluster from 'node:cluster'
+import closeWithGrace from 'close-with-grace'
+import { pino, type LoggerOptions } from 'pino'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { connect } from './db/client.js'
+
+const GRACE_MS = 10_000
+
+function readConfig (): Config {
+  try {
+    return loadConfig()
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    console.error(`plinth: invalid configuration: ${err.message}`)
+    process.exit(1)
+  }
+}
+
+const config = readConfig()
+const loggerOptions: LoggerOptions = {
+  level: config.LOG_LEVEL,
+  // Request logs carry no headers today; this keeps tokens out if a serializer ever adds them.
+  redact: ['req.headers.authorization', 'req.headers.cookie']
+}
+const log = pino(loggerOptions)
+
+function warnAboutSecret () {
+  if (config.SECRET_KEY) return
+  log.warn(config.WORKERS > 1
+    ? 'SECRET_KEY is not set: each worker signs with its own random key, so workers refuse each other\'s tokens and every token dies at restart'
+    : 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart')
+}
+
+/** One server process: the app on HOST:PORT, closed gracefully on SIGTERM and SIGINT. */
+async function serve () {
+  const app = await buildApp(config, {
+    logger: loggerOptions,
+    // Bounds how long a slow client can hold a request open.
+    requestTimeout: 30_000
+  })
+  closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ err, signal }) => {
+    if (err) app.log.error({ err }, 'closing after an unexpected error')
+    else app.log.info({ signal }, 'closing')
+    await app.close()
+  })
+  await app.listen({ host: config.HOST, port: config.PORT })
+}
+
+/**
+ * WORKERS > 1: the primary applies migrations once, then forks workers that share the port
+ * (node:cluster) and never touch the schema, and replaces any worker that dies.
+ */
+async function supervise () {
+  if (!/^postgres(ql)?:/.test(config.DATABASE_URL)) {
+    log.fatal('WORKERS > 1 needs PostgreSQL: PGlite is a single-process database. Set DATABASE_URL to a postgres:// URL or WORKERS=1')
+    process.exit(1)
+  }
+  if (config.CREATE_TABLES_ON_STARTUP) {
+    const client = await connect(config.DATABASE_URL)
+    try { await client.migrate() } finally { await client.close() }
+  }
+  let closing = false
+  const fork = () => cluster.fork({ CREATE_TABLES_ON_STARTUP: 'false' })
+  cluster.on('exit', (worker, code, signal) => {
+    if (closing) return
+    log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another')
+    fork()
+  })
+  for (let i = 0; i < config.WORKERS; i++) fork()
+  closeWithGrace({ delay: GRACE_MS, logger: log }, async ({ signal }) => {
+    closing = true
+    log.info({ signal }, 'stopping workers')
+    await Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
+      worker?.once('exit', () => resolve())
+      worker?.process.kill('SIGTERM')
+    })))
+  })
+}
+
+try {
+  if (cluster.isPrimary) warnAboutSecret()
+  if (config.WORKERS > 1 && cluster.isPrimary) await supervise()
+  else await serve()
+} catch (err) {
+  log.fatal({ err }, 'could not start')
+  process.exit(1)
+}

@@ -1,0 +1,78 @@
+import t from 'tap'
+import { createRepository } from '../../db/crud.js'
+import { items } from '../../db/schema.js'
+import { freshDatabase } from '../helper.js'
+
+const client = await freshDatabase(t)
+const repo = createRepository(client.db, items)
+
+t.test('create assigns id and defaults, get reads it back', async (t) => {
+  const created = await repo.create({ name: 'lamp', price: 12.5 })
+  t.type(created.id, 'number')
+  t.equal(created.name, 'lamp')
+  t.equal(created.description, null)
+  t.equal(created.in_stock, true)
+  t.ok(created.created_at instanceof Date, 'created_at is a Date')
+  t.same(await repo.get(created.id), created)
+})
+
+t.test('get of a missing id is null', async (t) => {
+  t.equal(await repo.get(2147483647), null)
+})
+
+t.test('update writes only the given fields', async (t) => {
+  const created = await repo.create({ name: 'chair', description: 'oak', price: 40, in_stock: false })
+  const renamed = await repo.update(created.id, { name: 'stool', description: undefined })
+  t.same(renamed, { ...created, name: 'stool' }, 'description, price and in_stock untouched')
+  const cleared = await repo.update(created.id, { description: null })
+  t.equal(cleared?.description, null, 'null sets a nullable field to null')
+  t.equal(cleared?.name, 'stool')
+})
+
+t.test('an empty update returns the row unchanged, a missing row null', async (t) => {
+  const created = await repo.create({ name: 'desk', price: 100 })
+  t.same(await repo.update(created.id, {}), created)
+  t.equal(await repo.update(2147483647, { name: 'x' }), null)
+  t.equal(await repo.update(2147483647, {}), null)
+})
+
+t.test('delete removes once, then reports nothing matched', async (t) => {
+  const created = await repo.create({ name: 'bin', price: 1 })
+  t.equal(await repo.delete(created.id), true)
+  t.equal(await repo.get(created.id), null)
+  t.equal(await repo.delete(created.id), false)
+})
+
+t.test('list pages by id ascending and count counts every row', async (t) => {
+  const fresh = await freshDatabase(t)
+  const pageRepo = createRepository(fresh.db, items)
+  for (let i = 1; i <= 7; i++) await pageRepo.create({ name: `item ${i}`, price: i })
+  t.equal(await pageRepo.count(), 7)
+  const seen: number[] = []
+  for (let offset = 0; offset < 10; offset += 3) {
+    const page = await pageRepo.list({ offset, limit: 3 })
+    t.ok(page.length <= 3)
+    seen.push(...page.map((row) => row.id))
+  }
+  t.same(seen, [1, 2, 3, 4, 5, 6, 7], 'every row exactly once, in id order')
+  t.same(await pageRepo.list({ offset: 7, limit: 3 }), [])
+})
+
+t.test('every operation runs inside a transaction, and a rollback undoes it', async (t) => {
+  const before = await repo.count()
+  await t.rejects(client.db.transaction(async (tx) => {
+    const created = await repo.create({ name: 'ghost', price: 1 }, tx)
+    t.same(await repo.get(created.id, tx), created, 'visible inside the transaction')
+    t.equal(await repo.count(tx), before + 1)
+    t.equal((await repo.list({ offset: 0, limit: 1000 }, tx)).length, before + 1)
+    await repo.update(created.id, { name: 'ghost 2' }, tx)
+    await repo.delete(created.id, tx)
+    throw new Error('roll back')
+  }), /roll back/)
+  t.equal(await repo.count(), before, 'nothing was written')
+})
+
+t.test('the database refuses what the schema forbids', async (t) => {
+  await t.rejects(repo.create({ name: 'neg', price: -1 }), 'price check constraint')
+  await t.rejects(repo.create({ name: 'x'.repeat(129), price: 1 }), 'name length')
+})

@@ -1,0 +1,52 @@
+import { sql } from 'drizzle-orm'
+import Fastify from 'fastify'
+import t from 'tap'
+import type { DatabaseClient } from '../../db/client.js'
+import dbPlugin from '../../plugins/db.js'
+import { build, freshDatabase } from '../helper.js'
+
+const tableNames = async (client: DatabaseClient) => {
+  // postgres.js answers with the rows, PGlite with { rows }.
+  const result = await client.db.execute(sql`
+    select table_name as name from information_schema.tables where table_schema = 'public' order by 1`) as unknown
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ name: string }>
+  return rows.map((row) => row.name)
+}
+
+t.test('migrations create every table at startup', async (t) => {
+  const database = await freshDatabase(t, { migrated: false })
+  const app = await build(t, {}, { database })
+  await app.ready()
+  t.same(await tableNames(database), ['items', 'refresh_tokens', 'users'])
+})
+
+t.test('CREATE_TABLES_ON_STARTUP=false never touches the schema', async (t) => {
+  const database = await freshDatabase(t, { migrated: false })
+  const app = await build(t, { CREATE_TABLES_ON_STARTUP: false }, { database })
+  await app.ready()
+  t.same(await tableNames(database), [])
+  const res = await app.inject({ method: 'GET', url: '/api/v1/health/ready' })
+  t.equal(res.statusCode, 200, 'the database still answers')
+})
+
+t.test('migrating twice is a no-op', async (t) => {
+  const database = await freshDatabase(t)
+  await database.migrate()
+  t.same(await tableNames(database), ['items', 'refresh_tokens', 'users'])
+})
+
+t.test('the plugin works in a bare Fastify app and closes its client with the app', async (t) => {
+  const database = await freshDatabase(t)
+  const app = Fastify()
+  await app.register(dbPlugin, { client: database, migrate: false })
+  await app.ready()
+  t.equal(app.db, database.db, 'decorates db')
+  t.equal(app.dbClient.driver, database.driver)
+  await app.close()
+  await t.rejects(database.ping(), 'the client is closed with the app')
+})
+
+t.test('an unknown URL scheme is refused', async (t) => {
+  const app = Fastify()
+  await t.rejects(async () => { await app.register(dbPlugin, { url: 'mysql://localhost/db' }) }, /unsupported database URL scheme "mysql:\/\/"/)
+})
