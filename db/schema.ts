@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import {
-  boolean, check, doublePrecision, index, integer, pgTable, text, timestamp, uuid, varchar
+  boolean, check, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp, uuid, varchar
 } from 'drizzle-orm/pg-core'
 
 // Column names are the API's field names, so a row is its public shape without a mapping layer.
@@ -30,6 +30,17 @@ export const refreshTokens = pgTable('refresh_tokens', {
   index('refresh_tokens_user_id_idx').on(table.user_id),
   index('refresh_tokens_family_id_idx').on(table.family_id),
   index('refresh_tokens_expires_at_idx').on(table.expires_at)
+])
+
+// Failed-login counter per email and client address, shared by every server process.
+export const loginFailures = pgTable('login_failures', {
+  email: text('email').notNull(),
+  address: text('address').notNull(),
+  window_start: timestamp('window_start', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  failures: integer('failures').notNull().default(0)
+}, (table) => [
+  primaryKey({ columns: [table.email, table.address] }),
+  index('login_failures_window_start_idx').on(table.window_start)
 ])
 
 export const items = pgTable('items', {
