@@ -3,6 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { resolveConfig, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
+import accounts from './routes/accounts/index.js'
+import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
 import docs from './plugins/docs.js'
@@ -19,13 +21,13 @@ declare module 'fastify' {
 export const API_PREFIX = '/api/v1'
 
 export interface BuildOptions extends FastifyServerOptions {
-  /** Use this open database client instead of connecting to DATABASE_URL. */
+  /** Use this open database client instead of connecting to DATABASE_URL; the caller closes it. */
   database?: DatabaseClient
 }
 
 /**
  * The whole service as one Fastify instance. The registration order below is the product's
- * architecture: infrastructure first (errors, cors, docs, db), then the profiles under /api/v1.
+ * architecture: infrastructure first (errors, cors, docs, db, auth), then the profiles under /api/v1.
  * Tests call this with explicit settings; server.ts with the environment's.
  */
 export async function buildApp (settings: Partial<Config> = {}, { database, ...options }: BuildOptions = {}) {
@@ -46,7 +48,23 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   const migrate = config.CREATE_TABLES_ON_STARTUP
   await app.register(db, database ? { client: database, migrate } : { url: config.DATABASE_URL, migrate })
 
+  await app.register(auth, {
+    secret: config.SECRET_KEY,
+    accessTokenMinutes: config.ACCESS_TOKEN_EXPIRE_MINUTES,
+    refreshTokenDays: config.REFRESH_TOKEN_EXPIRE_DAYS
+  })
+
   await app.register(health, { prefix: API_PREFIX })
+  await app.register(accounts, {
+    prefix: API_PREFIX,
+    passwordMinLength: config.PASSWORD_MIN_LENGTH,
+    loginMaxFailures: config.LOGIN_MAX_FAILURES,
+    defaultLimit: config.DEFAULT_PAGE_LIMIT,
+    maxLimit: config.MAX_PAGE_LIMIT,
+    firstSuperuser: config.FIRST_SUPERUSER_EMAIL && config.FIRST_SUPERUSER_PASSWORD
+      ? { email: config.FIRST_SUPERUSER_EMAIL, password: config.FIRST_SUPERUSER_PASSWORD }
+      : undefined
+  })
 
   return app
 }

@@ -15,7 +15,7 @@ export type DbOptions = ({
   /** A DATABASE_URL: postgres://, postgresql://, pglite://PATH or memory:// */
   url: string
 } | {
-  /** An already open client; the app owns it from now on and closes it with itself. */
+  /** An already open client, which stays the caller's to close. */
   client: DatabaseClient
 }) & {
   /** Apply the committed migrations before the app is ready (CREATE_TABLES_ON_STARTUP). */
@@ -23,12 +23,12 @@ export type DbOptions = ({
 }
 
 /**
- * Opens the database, applies migrations when asked, decorates `db`, and closes the
- * client when the app closes.
+ * Opens the database (or takes an open client), applies migrations when asked, and decorates
+ * `db`. A client it opened, it closes when the app closes.
  */
 async function dbPlugin (app: FastifyInstance, opts: DbOptions) {
   const client = 'client' in opts ? opts.client : await connect(opts.url)
-  app.addHook('onClose', () => client.close())
+  if (!('client' in opts)) app.addHook('onClose', () => client.close())
   if (opts.migrate !== false) await client.migrate()
   app.decorate('db', client.db)
   app.decorate('dbClient', client)

@@ -77,8 +77,11 @@ async function errorsPlugin (app: FastifyInstance) {
   app.addSchema(ProblemSchema)
   app.addSchema(ValidationProblemSchema)
 
-  app.setErrorHandler(function handleError (error: FastifyError, request, reply) {
-    return sendProblem(reply, toProblem(error, request))
+  app.setErrorHandler(function handleError (error: FastifyError & { headers?: Record<string, string> }, request, reply) {
+    const body = toProblem(error, request)
+    // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
+    if (error.headers && body.status < 500) reply.headers(error.headers)
+    return sendProblem(reply, body)
   })
 
   app.setNotFoundHandler(function routeNotFound (request, reply) {

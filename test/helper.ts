@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import postgres from 'postgres'
 import { buildApp, type App, type BuildOptions } from '../app.js'
 import type { Config } from '../config.js'
 import { connect, connectPglite, type DatabaseClient } from '../db/client.js'
+import { users } from '../db/schema.js'
 
 import type { Test } from 'tap'
 
@@ -95,3 +97,44 @@ export function captureLogs () {
   const stream = { write: (line: string) => { lines.push(JSON.parse(line)) } }
   return { lines, logger: { level: 'info', stream } }
 }
+
+export const PASSWORD = 'correct horse battery'
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+export interface Session {
+  access_token: string
+  refresh_token: string
+  headers: { authorization: string }
+}
+
+/** Registers an account through the API and returns its public shape. */
+export async function register (app: App, email: string, password = PASSWORD) {
+  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email, password } })
+  if (res.statusCode !== 201) throw new Error(`register ${email}: ${res.statusCode} ${res.payload}`)
+  return res.json() as { id: number, email: string, is_active: boolean, is_superuser: boolean, scopes: string[] }
+}
+
+/** Logs in with the password form, as Swagger UI and OAuth2 clients do. */
+export async function login (app: App, email: string, password = PASSWORD): Promise<Session> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'password', username: email, password }).toString()
+  })
+  if (res.statusCode !== 200) throw new Error(`login ${email}: ${res.statusCode} ${res.payload}`)
+  const pair = res.json()
+  return { ...pair, headers: bearer(pair.access_token) }
+}
+
+/** A registered account that has been made a superuser, logged in. */
+export async function superuser (app: App, email = 'root@example.com') {
+  const user = await register(app, email)
+  await app.db.update(users).set({ is_superuser: true }).where(eq(users.id, user.id))
+  return { user: { ...user, is_superuser: true }, session: await login(app, email) }
+}
+
+/** The claims of a JWT, read without verifying it. */
+export const claimsOf = (token: string) =>
+  JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>

@@ -40,7 +40,7 @@ t.test('migrating twice is a no-op', async (t) => {
   t.same(await tableNames(database), declared)
 })
 
-t.test('the plugin works in a bare Fastify app and closes its client with the app', async (t) => {
+t.test('the plugin works in a bare Fastify app and leaves a given client open', async (t) => {
   const database = await freshDatabase(t)
   const app = Fastify()
   await app.register(dbPlugin, { client: database, migrate: false })
@@ -48,7 +48,17 @@ t.test('the plugin works in a bare Fastify app and closes its client with the ap
   t.equal(app.db, database.db, 'decorates db')
   t.equal(app.dbClient.driver, database.driver)
   await app.close()
-  await t.rejects(database.ping(), 'the client is closed with the app')
+  await database.ping()
+  t.pass('the caller still owns the client')
+})
+
+t.test('a client the plugin opened is closed with the app', async (t) => {
+  const app = Fastify()
+  await app.register(dbPlugin, { url: 'memory://', migrate: false })
+  await app.ready()
+  const client = app.dbClient
+  await app.close()
+  await t.rejects(client.ping(), 'closed')
 })
 
 t.test('an unknown URL scheme is refused', async (t) => {

@@ -1,0 +1,59 @@
+import { eq, sql } from 'drizzle-orm'
+import type { Database } from './client.js'
+import { createRepository } from './crud.js'
+import { sqlState } from './errors.js'
+import { users } from './schema.js'
+
+export type User = typeof users.$inferSelect
+export type NewUser = typeof users.$inferInsert
+
+const UNIQUE_VIOLATION = '23505'
+
+/** Users: the generic repository plus what accounts need (email lookup, unique emails, seeding). */
+export function createUsers (db: Database) {
+  const repo = createRepository(db, users)
+  const byEmail = db.select().from(users).where(eq(users.email, sql.placeholder('email'))).limit(1).prepare('users_by_email')
+
+  /** Runs a write that may hit the unique email index; `null` when the email is taken. */
+  async function unlessEmailTaken<T> (write: () => Promise<T>): Promise<T | null> {
+    try {
+      return await write()
+    } catch (err) {
+      if (sqlState(err) === UNIQUE_VIOLATION) return null
+      throw err
+    }
+  }
+
+  return {
+    ...repo,
+    async findByEmail (email: string): Promise<User | null> {
+      const rows = await byEmail.execute({ email: email.toLowerCase() })
+      return rows[0] ?? null
+    },
+    /** `null` when the email is already registered (matched case-insensitively). */
+    create (values: NewUser, tx?: Database) {
+      return unlessEmailTaken(() => repo.create({ ...values, email: values.email.toLowerCase() }, tx))
+    },
+    /** `null` when no such user; `'email_taken'` when the new email belongs to someone else. */
+    async update (id: number, values: Partial<NewUser>, tx?: Database): Promise<User | null | 'email_taken'> {
+      const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
+      const result = await unlessEmailTaken(async () => ({ row: await repo.update(id, change, tx) }))
+      return result === null ? 'email_taken' : result.row
+    },
+    /** Creates the account unless the email exists; an existing account is never changed. */
+    async createIfAbsent (values: NewUser): Promise<{ created: boolean, user: User }> {
+      const email = values.email.toLowerCase()
+      const inserted = await db.insert(users).values({ ...values, email }).onConflictDoNothing({ target: users.email }).returning()
+      if (inserted[0]) return { created: true, user: inserted[0] }
+      const existing = await this.findByEmail(email)
+      if (!existing) throw new Error(`user ${email} neither inserted nor found`)
+      return { created: false, user: existing }
+    }
+  }
+}
+
+export type Users = ReturnType<typeof createUsers>
+
+/** `scopes` is stored comma-separated (SPEC 2.1) and read as a list. */
+export const scopeList = (scopes: string) => scopes.split(',').map((scope) => scope.trim()).filter(Boolean)
+export const scopeText = (scopes: readonly string[]) => [...new Set(scopes)].join(',')

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto'
+import type { JWT } from '@fastify/jwt'
+import { PG_INT_MAX } from '../../schemas/common.js'
+
+export type TokenType = 'access' | 'refresh'
+
+/** The claims of every token this service signs (DESIGN.md, Profile A). */
+export interface TokenClaims {
+  sub: string
+  scopes: string[]
+  type: TokenType
+  jti: string
+  iat: number
+  exp: number
+}
+
+export interface TokenSubject {
+  id: number
+  scopes: string[]
+}
+
+export interface IssuedPair {
+  access_token: string
+  refresh_token: string
+  token_type: 'bearer'
+  expires_in: number
+  /** What the server must remember about the refresh token. */
+  refresh: { jti: string, expires_at: Date }
+}
+
+export class TokenError extends Error {}
+
+const SUB = /^[1-9]\d{0,9}$/
+
+/** The user id a token names, or a TokenError: `sub` must be a positive integer in decimal. */
+export function subjectId (claims: TokenClaims): number {
+  const id = SUB.test(claims.sub) ? Number(claims.sub) : NaN
+  if (!(id <= PG_INT_MAX)) throw new TokenError('subject is not a user id')
+  return id
+}
+
+export function createTokens (jwt: JWT, lifetimes: { accessSeconds: number, refreshSeconds: number }) {
+  const sign = (subject: TokenSubject, type: TokenType, seconds: number, jti = randomUUID()) =>
+    jwt.sign({ sub: String(subject.id), scopes: subject.scopes, type, jti }, { expiresIn: seconds })
+
+  return {
+    /** A new access token and a new refresh token for the subject's current scopes. */
+    issuePair (subject: TokenSubject): IssuedPair {
+      const jti = randomUUID()
+      return {
+        access_token: sign(subject, 'access', lifetimes.accessSeconds),
+        refresh_token: sign(subject, 'refresh', lifetimes.refreshSeconds, jti),
+        token_type: 'bearer',
+        expires_in: lifetimes.accessSeconds,
+        refresh: { jti, expires_at: new Date(Date.now() + lifetimes.refreshSeconds * 1000) }
+      }
+    },
+
+    /**
+     * Verifies signature (HS256 only), expiry and shape, and that the token is of the expected
+     * type: an access token is never accepted as a refresh token, nor the other way round.
+     */
+    verify (token: string, type: TokenType): TokenClaims {
+      let claims: TokenClaims
+      try {
+        claims = jwt.verify<TokenClaims>(token)
+      } catch (err) {
+        const code = (err as { code?: string }).code
+        throw new TokenError(code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is malformed or its signature is invalid')
+      }
+      if (claims.type !== type) throw new TokenError(`this is not ${type === 'access' ? 'an access' : 'a refresh'} token`)
+      if (typeof claims.jti !== 'string' || typeof claims.exp !== 'number' || !Array.isArray(claims.scopes)) {
+        throw new TokenError('the token lacks required claims')
+      }
+      subjectId(claims)
+      return claims
+    }
+  }
+}
+
+export type Tokens = ReturnType<typeof createTokens>

@@ -1,0 +1,129 @@
+import type { FastifyReply } from 'fastify'
+import { scopeList } from '../../db/users.js'
+import { inactiveUser } from '../../plugins/auth/errors.js'
+import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
+import type { TypeBoxInstance } from '../../plugins/validation.js'
+import { ref } from '../../schemas/common.js'
+import { problemResponses } from '../../schemas/error.js'
+import { LoginFormSchema, RefreshRequestSchema, TokenPairSchema } from '../../schemas/token.js'
+import { RegisterSchema, UserSchema } from '../../schemas/user.js'
+import { toPublic, type AccountsContext } from './context.js'
+import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from './passwords.js'
+
+const tags = ['auth']
+
+/** Token responses must not be cached (RFC 6749 section 5.1). */
+function sendPair (reply: FastifyReply, pair: IssuedPair) {
+  const { refresh, ...body } = pair
+  reply.header('cache-control', 'no-store')
+  return body
+}
+
+/** Registration, password login, refresh rotation, logout and logout-all. */
+export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
+  const { users, refreshTokens, loginFailures } = ctx
+
+  /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
+  function refreshSubject (token: string) {
+    try {
+      const claims = app.tokens.verify(token, 'refresh')
+      return { claims, userId: subjectId(claims) }
+    } catch (err) {
+      if (err instanceof TokenError) throw new InvalidRefreshToken(err.message)
+      throw err
+    }
+  }
+
+  app.post('/auth/register', {
+    schema: {
+      operationId: 'register',
+      summary: 'Create an account',
+      tags,
+      body: RegisterSchema(ctx.passwordMinLength),
+      response: { 201: ref(UserSchema), ...problemResponses(409, 422) }
+    }
+  }, async function register (request, reply) {
+    const { email, password } = request.body
+    const user = await users.create({ email, hashed_password: await hashPassword(password) })
+    if (!user) throw new EmailTaken(email.toLowerCase())
+    return reply.code(201).send(toPublic(user))
+  })
+
+  app.post('/auth/login', {
+    schema: {
+      operationId: 'login',
+      summary: 'Log in with the OAuth 2.0 password grant (form: username = email, password)',
+      tags,
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: LoginFormSchema,
+      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422, 429) }
+    }
+  }, async function login (request, reply) {
+    const email = request.body.username.toLowerCase()
+    if (ctx.loginMaxFailures > 0) {
+      const attempt = await loginFailures.attempt(email, request.ip)
+      if (attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
+    }
+    const user = await users.findByEmail(email)
+    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), request.body.password)
+    if (!user || !valid) throw new InvalidCredentials()
+    if (ctx.loginMaxFailures > 0) await loginFailures.forget(email, request.ip)
+    if (!user.is_active) throw inactiveUser()
+    if (needsRehash(user.hashed_password)) {
+      await users.update(user.id, { hashed_password: await hashPassword(request.body.password) })
+    }
+    const pair = app.tokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
+    await refreshTokens.store({ ...pair.refresh, user_id: user.id, family_id: pair.refresh.jti })
+    return sendPair(reply, pair)
+  })
+
+  app.post('/auth/refresh', {
+    schema: {
+      operationId: 'refresh',
+      summary: 'Exchange a refresh token for a new pair (the presented token is revoked)',
+      tags,
+      body: RefreshRequestSchema,
+      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422) }
+    }
+  }, async function refresh (request, reply) {
+    const { claims, userId } = refreshSubject(request.body.refresh_token)
+    const user = await users.get(userId)
+    if (!user) throw new InvalidRefreshToken('the user no longer exists')
+    if (!user.is_active) throw inactiveUser()
+    const pair = app.tokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
+    const rotated = await refreshTokens.rotate(claims.jti, user.id, pair.refresh)
+    if (!rotated) throw new InvalidRefreshToken('it was already used, revoked, or is unknown')
+    return sendPair(reply, pair)
+  })
+
+  app.post('/auth/logout', {
+    schema: {
+      operationId: 'logout',
+      summary: 'Revoke one refresh token',
+      tags,
+      body: RefreshRequestSchema,
+      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 422) }
+    }
+  }, async function logout (request, reply) {
+    const { claims, userId } = refreshSubject(request.body.refresh_token)
+    if (!await refreshTokens.revoke(claims.jti, userId)) {
+      throw new InvalidRefreshToken('it was already used, revoked, or is unknown')
+    }
+    return reply.code(204).send()
+  })
+
+  app.post('/auth/logout-all', {
+    onRequest: app.authenticate,
+    schema: {
+      operationId: 'logoutAll',
+      summary: 'Revoke every refresh token of the current user',
+      tags,
+      security: [{ OAuth2PasswordBearer: [] }],
+      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 403) }
+    }
+  }, async function logoutAll (request, reply) {
+    await refreshTokens.revokeAll(request.user.id)
+    return reply.code(204).send()
+  })
+}

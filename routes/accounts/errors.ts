@@ -1,0 +1,11 @@
+import createError from '@fastify/error'
+
+export const InvalidCredentials = createError('AUTH_INVALID_CREDENTIALS', 'Incorrect email or password', 401)
+export const InvalidRefreshToken = createError('AUTH_INVALID_REFRESH_TOKEN', 'Invalid refresh token: %s', 401)
+export const EmailTaken = createError('ACCOUNT_EMAIL_TAKEN', 'The email %s is already registered', 409)
+export const WrongCurrentPassword = createError('ACCOUNT_WRONG_PASSWORD', 'current_password is incorrect', 403)
+export const UserNotFound = createError('ACCOUNT_USER_NOT_FOUND', 'user %s not found', 404)
+const TooManyFailures = createError('AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in %s seconds', 429)
+
+export const tooManyFailures = (retryAfter: number) =>
+  Object.assign(new TooManyFailures(retryAfter), { headers: { 'retry-after': String(retryAfter) } })

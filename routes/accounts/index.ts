@@ -1,0 +1,80 @@
+import formbody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import fp from 'fastify-plugin'
+import { createLoginFailures } from '../../db/login-failures.js'
+import { createRefreshTokens } from '../../db/refresh-tokens.js'
+import { createUsers } from '../../db/users.js'
+import { validatorCompiler } from '../../plugins/validation.js'
+import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
+import { TokenPairSchema } from '../../schemas/token.js'
+import { authRoutes } from './auth-routes.js'
+import type { AccountsContext } from './context.js'
+import { hashPassword } from './passwords.js'
+import { usersRoutes } from './users-routes.js'
+
+const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback })
+
+export const AccountsOptionsSchema = Type.Object({
+  passwordMinLength: Count(1, 8),
+  /** Failed logins per email and address per window before 429; 0 disables the limit. */
+  loginMaxFailures: Count(0, 10),
+  loginWindowSeconds: Count(1, 900),
+  defaultLimit: Count(1, 20),
+  maxLimit: Count(1, 100),
+  /** How often expired refresh records and login counters are deleted. */
+  purgeIntervalMs: Count(1000, 3_600_000),
+  firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
+})
+
+export type AccountsOptions = Partial<Static<typeof AccountsOptionsSchema>>
+
+function resolveOptions (opts: AccountsOptions) {
+  const resolved = Value.Default(AccountsOptionsSchema, Value.Clone(opts)) as Static<typeof AccountsOptionsSchema>
+  const error = Value.Errors(AccountsOptionsSchema, resolved).First()
+  if (error) throw new Error(`accounts plugin: option ${error.path.slice(1)} ${error.message.toLowerCase()}`)
+  return resolved
+}
+
+/**
+ * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
+ * tokens tracked in the database, logout, logout-all, the current user and superuser administration.
+ * Needs the `db` and `auth` plugins.
+ */
+const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
+  const options = resolveOptions(opts)
+  const ctx: AccountsContext = {
+    ...options,
+    users: createUsers(app.db),
+    refreshTokens: createRefreshTokens(app.db),
+    loginFailures: createLoginFailures(app.db, options.loginWindowSeconds)
+  }
+
+  app.setValidatorCompiler(validatorCompiler)
+  await app.register(formbody)
+  for (const schema of [UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema]) {
+    if (!app.getSchema(schema.$id as string)) app.addSchema(schema)
+  }
+
+  if (options.firstSuperuser) {
+    const { email, password } = options.firstSuperuser
+    const { created, user } = await ctx.users.createIfAbsent({
+      email, hashed_password: await hashPassword(password), is_superuser: true, scopes: 'me'
+    })
+    // An existing account is never changed here: not its password, and never promoted.
+    if (created) app.log.info({ email: user.email }, 'first superuser created')
+    else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
+  }
+
+  const purge = () => Promise.all([ctx.refreshTokens.purgeExpired(), ctx.loginFailures.purgeExpired()])
+    .then(([tokens, counters]) => app.log.debug({ tokens, counters }, 'purged expired session records'))
+    .catch((err: unknown) => app.log.warn({ err }, 'purging expired session records failed'))
+  const timer = setInterval(purge, options.purgeIntervalMs).unref()
+  app.addHook('onClose', async () => clearInterval(timer))
+
+  authRoutes(app, ctx)
+  usersRoutes(app, ctx)
+}
+
+export default fp(accounts, { name: 'accounts', fastify: '5.x', dependencies: ['db', 'auth'], encapsulate: true })

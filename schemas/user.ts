@@ -1,0 +1,56 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Id, PG_INT_MAX, Text, ref } from './common.js'
+
+/** Scope names: no commas or spaces, since scopes are stored comma-separated and sent space-separated. */
+export const ScopeName = () => Text({ pattern: '^[a-z][a-z0-9:_.-]{0,63}$', examples: ['me'] })
+export const Email = () => Text({ format: 'email', maxLength: 254, examples: ['ada@example.com'] })
+export const Password = (minLength: number) => Text({ minLength, maxLength: 1024, examples: ['correct horse battery staple'] })
+
+export const UserSchema = Type.Object({
+  id: Id(),
+  email: Type.String({ format: 'email' }),
+  is_active: Type.Boolean(),
+  is_superuser: Type.Boolean(),
+  scopes: Type.Array(Type.String())
+}, { $id: 'User', title: 'User', description: 'An account as the API shows it: never its password hash' })
+
+export type UserPublic = Static<typeof UserSchema>
+
+export const ScopesSchema = Type.Object({
+  scopes: Type.Array(Type.String(), { examples: [['me']] })
+}, { $id: 'Scopes', title: 'Scopes' })
+
+export const RegisterSchema = (passwordMinLength: number) => Type.Object({
+  email: Email(),
+  password: Password(passwordMinLength)
+}, { additionalProperties: false })
+
+/** A new password needs the current one, so a stolen access token cannot take the account. */
+export const MeUpdateSchema = (passwordMinLength: number) => Type.Object({
+  email: Type.Optional(Email()),
+  password: Type.Optional(Password(passwordMinLength)),
+  current_password: Type.Optional(Text({ maxLength: 1024 }))
+}, { additionalProperties: false, dependentRequired: { password: ['current_password'] } })
+
+export const UserAdminUpdateSchema = (passwordMinLength: number) => Type.Object({
+  email: Type.Optional(Email()),
+  password: Type.Optional(Password(passwordMinLength)),
+  is_active: Type.Optional(Type.Boolean()),
+  is_superuser: Type.Optional(Type.Boolean()),
+  scopes: Type.Optional(Type.Array(ScopeName(), { maxItems: 32 }))
+}, { additionalProperties: false })
+
+export const UserIdParams = Type.Object({ user_id: Id() })
+
+export const PageQuery = (defaultLimit: number) => Type.Object({
+  offset: Type.Integer({ minimum: 0, maximum: PG_INT_MAX, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: PG_INT_MAX, default: defaultLimit, description: 'Clamped to the server maximum' })
+})
+
+export const UserPageSchema = Type.Object({
+  items: Type.Array(ref(UserSchema)),
+  total: Type.Integer({ minimum: 0 }),
+  offset: Type.Integer({ minimum: 0 }),
+  limit: Type.Integer({ minimum: 1 }),
+  has_next: Type.Boolean()
+}, { $id: 'UserPage', title: 'UserPage' })

@@ -1,0 +1,140 @@
+import { eq } from 'drizzle-orm'
+import t from 'tap'
+import { users } from '../../../db/schema.js'
+import { hashPassword } from '../../../routes/accounts/passwords.js'
+import { PASSWORD, build, claimsOf, register } from '../../helper.js'
+
+const form = (fields: Record<string, string>) => ({
+  method: 'POST' as const,
+  url: '/api/v1/auth/login',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  payload: new URLSearchParams(fields).toString()
+})
+
+const app = await build(t, { LOGIN_MAX_FAILURES: 0 })
+const ada = await register(app, 'ada@example.com')
+
+t.test('the password form returns a bearer token pair', async (t) => {
+  const res = await app.inject(form({ grant_type: 'password', username: 'ada@example.com', password: PASSWORD, scope: 'me', client_id: 'swagger' }))
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['cache-control'], 'no-store')
+  const body = res.json()
+  t.same(Object.keys(body).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type'])
+  t.equal(body.token_type, 'bearer')
+  t.equal(body.expires_in, 1800)
+
+  const access = claimsOf(body.access_token)
+  t.same(Object.keys(access).sort(), ['exp', 'iat', 'jti', 'scopes', 'sub', 'type'])
+  t.equal(access.sub, String(ada.id))
+  t.same(access.scopes, ['me'])
+  t.equal(access.type, 'access')
+  t.equal(Number(access.exp) - Number(access.iat), 30 * 60, 'ACCESS_TOKEN_EXPIRE_MINUTES default')
+  t.match(access.jti, /^[0-9a-f-]{36}$/)
+
+  const refresh = claimsOf(body.refresh_token)
+  t.equal(refresh.type, 'refresh')
+  t.equal(refresh.sub, String(ada.id))
+  t.equal(Number(refresh.exp) - Number(refresh.iat), 14 * 86400, 'REFRESH_TOKEN_EXPIRE_DAYS default')
+  t.not(refresh.jti, access.jti)
+  t.equal(JSON.parse(Buffer.from(body.access_token.split('.')[0], 'base64url').toString()).alg, 'HS256')
+})
+
+t.test('token lifetimes come from the configuration', async (t) => {
+  const custom = await build(t, { ACCESS_TOKEN_EXPIRE_MINUTES: 5, REFRESH_TOKEN_EXPIRE_DAYS: 2 })
+  await register(custom, 'life@example.com')
+  const body = (await custom.inject(form({ username: 'life@example.com', password: PASSWORD }))).json()
+  t.equal(body.expires_in, 300)
+  const access = claimsOf(body.access_token)
+  const refresh = claimsOf(body.refresh_token)
+  t.equal(Number(access.exp) - Number(access.iat), 300)
+  t.equal(Number(refresh.exp) - Number(refresh.iat), 2 * 86400)
+})
+
+t.test('a JSON body with the same fields also logs in', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'ada@example.com', password: PASSWORD } })
+  t.equal(res.statusCode, 200)
+})
+
+t.test('a wrong password and an unknown email get the same 401', async (t) => {
+  const wrong = await app.inject(form({ username: 'ada@example.com', password: 'not the password' }))
+  const unknown = await app.inject(form({ username: 'nobody@example.com', password: PASSWORD }))
+  for (const res of [wrong, unknown]) {
+    t.equal(res.statusCode, 401)
+    t.equal(res.headers['www-authenticate'], 'Bearer')
+    t.same(res.json(), {
+      type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Incorrect email or password', code: 'AUTH_INVALID_CREDENTIALS'
+    })
+  }
+  t.equal(wrong.payload, unknown.payload, 'identical bodies: no user enumeration')
+})
+
+t.test('an inactive account is refused with 403, but only with the right password', async (t) => {
+  const user = await register(app, 'sleepy@example.com')
+  await app.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  const right = await app.inject(form({ username: 'sleepy@example.com', password: PASSWORD }))
+  t.equal(right.statusCode, 403)
+  t.equal(right.json().code, 'AUTH_INACTIVE_USER')
+  const wrong = await app.inject(form({ username: 'sleepy@example.com', password: 'wrong password' }))
+  t.equal(wrong.statusCode, 401, 'a wrong password does not reveal that the account exists')
+})
+
+t.test('a hash made with older parameters is rehashed at the next login', async (t) => {
+  const user = await register(app, 'old@example.com')
+  const { hash } = await import('@node-rs/argon2')
+  const weak = await hash(PASSWORD, { memoryCost: 4096, timeCost: 1, parallelism: 1 })
+  await app.db.update(users).set({ hashed_password: weak }).where(eq(users.id, user.id))
+  t.equal((await app.inject(form({ username: 'old@example.com', password: PASSWORD }))).statusCode, 200, 'the old hash still verifies')
+  const [row] = await app.db.select().from(users).where(eq(users.id, user.id))
+  t.match(row?.hashed_password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 'rehashed with today\'s parameters')
+  t.equal((await app.inject(form({ username: 'old@example.com', password: PASSWORD }))).statusCode, 200, 'the new hash verifies')
+  t.not(await hashPassword(PASSWORD), row?.hashed_password, 'salted')
+})
+
+t.test('bad forms are 422', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ password: PASSWORD }, '/body/username'],
+    [{ username: 'ada@example.com' }, '/body/password'],
+    [{ username: 'ada@example.com', password: PASSWORD, grant_type: 'client_credentials' }, '/body/grant_type'],
+    [{ username: '', password: PASSWORD }, '/body/username']
+  ]
+  for (const [fields, path] of cases) {
+    const res = await app.inject(form(fields))
+    t.equal(res.statusCode, 422, JSON.stringify(fields))
+    t.equal(res.json().errors[0].path, path)
+  }
+})
+
+t.test('throttling: LOGIN_MAX_FAILURES failures per email and address, then 429', async (t) => {
+  const limited = await build(t, { LOGIN_MAX_FAILURES: 3 })
+  await register(limited, 'target@example.com')
+  const attempt = (password: string, remoteAddress = '10.0.0.1') =>
+    limited.inject({ ...form({ username: 'target@example.com', password }), remoteAddress })
+
+  for (let i = 1; i <= 3; i++) t.equal((await attempt('guess')).statusCode, 401, `failure ${i} is 401`)
+  const blocked = await attempt('guess')
+  t.equal(blocked.statusCode, 429)
+  t.equal(blocked.json().code, 'AUTH_TOO_MANY_FAILURES')
+  const retryAfter = Number(blocked.headers['retry-after'])
+  t.ok(retryAfter > 0 && retryAfter <= 900, `Retry-After ${retryAfter} is within the 15-minute window`)
+  t.match(blocked.json().detail, `retry in ${retryAfter} seconds`)
+  t.equal((await attempt(PASSWORD)).statusCode, 429, 'even the right password waits out the window')
+  t.equal((await attempt(PASSWORD, '10.0.0.2')).statusCode, 200, 'another address is counted apart')
+})
+
+t.test('throttling: a success resets the count', async (t) => {
+  const limited = await build(t, { LOGIN_MAX_FAILURES: 2 })
+  await register(limited, 'again@example.com')
+  const attempt = (password: string) => limited.inject(form({ username: 'again@example.com', password }))
+  t.equal((await attempt('guess')).statusCode, 401)
+  t.equal((await attempt(PASSWORD)).statusCode, 200)
+  t.equal((await attempt('guess')).statusCode, 401)
+  t.equal((await attempt('guess')).statusCode, 401, 'two fresh failures are allowed again')
+  t.equal((await attempt('guess')).statusCode, 429)
+})
+
+t.test('throttling: 0 disables the limit', async (t) => {
+  for (let i = 0; i < 12; i++) {
+    t.equal((await app.inject(form({ username: 'ada@example.com', password: 'guess' }))).statusCode, 401)
+  }
+  t.equal((await app.inject(form({ username: 'ada@example.com', password: PASSWORD }))).statusCode, 200)
+})
