@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
-import { NO_NUL_PATTERN } from '../schemas/common.js'
+import { NO_NUL_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
@@ -74,8 +74,7 @@ function sendProblem (reply: FastifyReply, body: Problem) {
  * @see https://www.rfc-editor.org/rfc/rfc9457
  */
 async function errorsPlugin (app: FastifyInstance) {
-  app.addSchema(ProblemSchema)
-  app.addSchema(ValidationProblemSchema)
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema])
 
   app.setErrorHandler(function handleError (error: FastifyError & { headers?: Record<string, string> }, request, reply) {
     const body = toProblem(error, request)

@@ -1,7 +1,7 @@
 import createError from '@fastify/error'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ref } from '../schemas/common.js'
-import { problemResponses } from '../schemas/error.js'
+import { addSchemas, ref } from '../schemas/common.js'
+import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
 
 const READY_TIMEOUT_MS = 2000
@@ -23,7 +23,7 @@ async function within (ms: number, check: () => Promise<void>) {
 
 /** Liveness (no I/O, so a slow database never restarts a healthy process) and readiness. */
 const health: FastifyPluginAsyncTypebox = async (app) => {
-  if (!app.getSchema('Health')) app.addSchema(HealthSchema)
+  addSchemas(app, [ProblemSchema, HealthSchema])
 
   app.get('/health', {
     schema: {

@@ -19,3 +19,13 @@ export const Text = (options: StringOptions = {}) => Type.String({ pattern: NO_N
 
 export const Timestamp = (options: { description?: string } = {}) =>
   Type.Unsafe<Date | string>(Type.String({ format: 'date-time', ...options }))
+
+/**
+ * Registers shared schemas that this context does not see yet. Each profile calls it for what
+ * its routes reference, so it also works registered alone in a host app.
+ */
+export function addSchemas (app: { getSchema (id: string): unknown, addSchema (schema: unknown): unknown }, schemas: TSchema[]) {
+  for (const schema of schemas) {
+    if (!app.getSchema(schema.$id as string)) app.addSchema(schema)
+  }
+}

@@ -34,7 +34,7 @@ const SUB = /^[1-9]\d{0,9}$/
 
 /** The user id a token names, or a TokenError: `sub` must be a positive integer in decimal. */
 export function subjectId (claims: TokenClaims): number {
-  const id = SUB.test(claims.sub) ? Number(claims.sub) : NaN
+  const id = typeof claims.sub === 'string' && SUB.test(claims.sub) ? Number(claims.sub) : NaN
   if (!(id <= PG_INT_MAX)) throw new TokenError('subject is not a user id')
   return id
 }

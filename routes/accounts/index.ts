@@ -7,6 +7,8 @@ import { createLoginFailures } from '../../db/login-failures.js'
 import { createRefreshTokens } from '../../db/refresh-tokens.js'
 import { createUsers } from '../../db/users.js'
 import { validatorCompiler } from '../../plugins/validation.js'
+import { addSchemas } from '../../schemas/common.js'
+import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
@@ -53,9 +55,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
 
   app.setValidatorCompiler(validatorCompiler)
   await app.register(formbody)
-  for (const schema of [UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema]) {
-    if (!app.getSchema(schema.$id as string)) app.addSchema(schema)
-  }
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema])
 
   if (options.firstSuperuser) {
     const { email, password } = options.firstSuperuser

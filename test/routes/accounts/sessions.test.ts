@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import Fastify from 'fastify'
+import t, { type Test } from 'tap'
+import { refreshTokens, users } from '../../../db/schema.js'
+import authPlugin from '../../../plugins/auth/index.js'
+import dbPlugin from '../../../plugins/db.js'
+import accountsPlugin from '../../../routes/accounts/index.js'
+import { build, freshDatabase, login, register, superuser, type Session } from '../../helper.js'
+
+const app = await build(t)
+const refresh = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
+const logout = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: token } })
+const logoutAll = (session: Session) => app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: session.headers })
+const me = (token: string) => app.inject({ method: 'GET', url: '/api/v1/users/me', headers: { authorization: `Bearer ${token}` } })
+
+let counter = 0
+async function newUser () {
+  const email = `user${++counter}@example.com`
+  const user = await register(app, email)
+  return { user, email, session: await login(app, email) }
+}
+
+function assertRefreshRefused (t: Test, res: Awaited<ReturnType<typeof refresh>>, detail: RegExp) {
+  t.equal(res.statusCode, 401)
+  t.equal(res.json().code, 'AUTH_INVALID_REFRESH_TOKEN')
+  t.match(res.json().detail, detail)
+}
+
+t.test('login stores one active record per refresh token', async (t) => {
+  const { user, session } = await newUser()
+  const rows = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  t.equal(rows.length, 1)
+  const [row] = rows
+  const jti = JSON.parse(Buffer.from(session.refresh_token.split('.')[1] as string, 'base64url').toString()).jti
+  t.equal(row?.jti, jti)
+  t.equal(row?.revoked, false)
+  t.equal(row?.family_id, jti, 'a login starts a family')
+  t.ok(Math.abs((row?.expires_at.getTime() ?? 0) - (Date.now() + 14 * 86400_000)) < 60_000, 'expires in 14 days')
+})
+
+t.test('refresh rotates: a new pair, the old record revoked, the new one active in the same family', async (t) => {
+  const { user, session } = await newUser()
+  const res = await refresh(session.refresh_token)
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['cache-control'], 'no-store')
+  const pair = res.json()
+  t.not(pair.refresh_token, session.refresh_token)
+  t.not(pair.access_token, session.access_token)
+  t.equal(pair.token_type, 'bearer')
+  t.equal((await me(pair.access_token)).statusCode, 200, 'the new access token works')
+  const rows = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  t.equal(rows.length, 2)
+  t.same(rows.map((row) => row.revoked).sort(), [false, true])
+  t.equal(new Set(rows.map((row) => row.family_id)).size, 1, 'one family')
+})
+
+t.test('a replayed refresh token is refused with 401 and no pair', async (t) => {
+  const { session } = await newUser()
+  const first = await refresh(session.refresh_token)
+  t.equal(first.statusCode, 200)
+  const replay = await refresh(session.refresh_token)
+  assertRefreshRefused(t, replay, /already used, revoked, or is unknown/)
+  t.notOk(replay.json().access_token)
+  t.equal((await refresh(first.json().refresh_token)).statusCode, 200, 'the rotated token still works')
+})
+
+t.test('20 concurrent refreshes of one token: exactly one gets a pair', async (t) => {
+  const { user, session } = await newUser()
+  const results = await Promise.all(Array.from({ length: 20 }, () => refresh(session.refresh_token)))
+  const codes = results.map((res) => res.statusCode)
+  t.equal(codes.filter((code) => code === 200).length, 1, `one 200 in ${codes.join(',')}`)
+  t.equal(codes.filter((code) => code === 401).length, 19)
+  const active = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  t.equal(active.filter((row) => !row.revoked).length, 1, 'exactly one successor was stored')
+})
+
+t.test('the new pair carries the user\'s current scopes', async (t) => {
+  const { user, session } = await newUser()
+  await app.db.update(users).set({ scopes: 'me,reports' }).where(eq(users.id, user.id))
+  const pair = (await refresh(session.refresh_token)).json()
+  const claims = JSON.parse(Buffer.from(pair.access_token.split('.')[1], 'base64url').toString())
+  t.same(claims.scopes, ['me', 'reports'])
+})
+
+t.test('refresh refuses what is not a valid refresh token of this server', async (t) => {
+  const { user, session } = await newUser()
+  const sign = (claims: object, options = { expiresIn: 60 }) => app.jwt.sign({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID(), ...claims } as never, options)
+  const { createSigner } = await import('fast-jwt')
+  const cases: Array<[string, string, RegExp]> = [
+    ['an access token', session.access_token, /not a refresh token/],
+    ['garbage', 'not.a.jwt', /malformed or its signature is invalid/],
+    ['an expired token', sign({}, { expiresIn: -10 }), /has expired/],
+    ['a token whose record does not exist', sign({}), /already used, revoked, or is unknown/],
+    ['a token without an expiry', sign({}, {} as never), /lacks required claims/],
+    ['a token of another key', createSigner({ key: 'another-key' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /signature is invalid/],
+    ['an alg none token', createSigner({ algorithm: 'none' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /malformed or its signature is invalid/],
+    ['a subject that is not a user id', sign({ sub: 'admin' }), /not a user id/],
+    ['a subject of zero', sign({ sub: '0' }), /not a user id/]
+  ]
+  for (const [what, token, detail] of cases) {
+    const res = await refresh(token)
+    t.equal(res.statusCode, 401, what)
+    t.match(res.json().detail, detail, what)
+  }
+})
+
+t.test('refresh of a deleted user is 401, of an inactive user 403', async (t) => {
+  const gone = await newUser()
+  await app.db.delete(users).where(eq(users.id, gone.user.id))
+  assertRefreshRefused(t, await refresh(gone.session.refresh_token), /.+/)
+
+  const sleepy = await newUser()
+  await app.db.update(users).set({ is_active: false }).where(eq(users.id, sleepy.user.id))
+  const res = await refresh(sleepy.session.refresh_token)
+  t.equal(res.statusCode, 403)
+  t.equal(res.json().code, 'AUTH_INACTIVE_USER')
+})
+
+t.test('logout revokes only the presented token', async (t) => {
+  const { email, session } = await newUser()
+  const other = await login(app, email)
+  const res = await logout(session.refresh_token)
+  t.equal(res.statusCode, 204)
+  t.equal(res.payload, '')
+  assertRefreshRefused(t, await refresh(session.refresh_token), /already used, revoked, or is unknown/)
+  t.equal((await refresh(other.refresh_token)).statusCode, 200, 'the other session lives on')
+  assertRefreshRefused(t, await logout(session.refresh_token), /already used, revoked, or is unknown/)
+})
+
+t.test('logout needs a refresh token, not an access token', async (t) => {
+  const { session } = await newUser()
+  assertRefreshRefused(t, await logout(session.access_token), /not a refresh token/)
+  const empty = await app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: {} })
+  t.equal(empty.statusCode, 422)
+})
+
+t.test('logout-all revokes every refresh token of the user, and no one else\'s', async (t) => {
+  const { email, session } = await newUser()
+  const second = await login(app, email)
+  const stranger = await newUser()
+  const res = await logoutAll(session)
+  t.equal(res.statusCode, 204)
+  t.equal(res.payload, '')
+  assertRefreshRefused(t, await refresh(session.refresh_token), /.+/)
+  assertRefreshRefused(t, await refresh(second.refresh_token), /.+/)
+  t.equal((await refresh(stranger.session.refresh_token)).statusCode, 200)
+  t.equal((await me(session.access_token)).statusCode, 200, 'access tokens live until they expire')
+})
+
+t.test('logout-all needs an access token', async (t) => {
+  const { session } = await newUser()
+  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: { authorization: `Bearer ${session.refresh_token}` } })
+  t.equal(res.statusCode, 401)
+  t.equal(res.json().code, 'AUTH_INVALID_TOKEN')
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/logout-all' })).statusCode, 401)
+})
+
+t.test('expired refresh records are purged, live ones kept', async (t) => {
+  const { user } = await newUser()
+  const past = new Date(Date.now() - 1000)
+  const expired = Array.from({ length: 3 }, () => ({ jti: randomUUID(), user_id: user.id, family_id: randomUUID(), expires_at: past }))
+  await app.db.insert(refreshTokens).values(expired)
+  const before = await app.db.select().from(refreshTokens)
+  const { createRefreshTokens } = await import('../../../db/refresh-tokens.js')
+  const purged = await createRefreshTokens(app.db).purgeExpired()
+  t.equal(purged, 3)
+  const after = await app.db.select().from(refreshTokens)
+  t.equal(after.length, before.length - 3)
+  t.ok(after.every((row) => row.expires_at > new Date()), 'only live records remain')
+})
+
+t.test('the purge runs by itself on its interval', async (t) => {
+  const database = await freshDatabase(t)
+  const own = Fastify({ logger: false })
+  await own.register(dbPlugin, { client: database })
+  await own.register(authPlugin, { secret: 'purge-test' })
+  await own.register(accountsPlugin, { prefix: '/api/v1', purgeIntervalMs: 1000 })
+  t.teardown(() => own.close())
+  await own.ready()
+  const [user] = await database.db.insert(users).values({ email: 'purge@example.com', hashed_password: 'x' }).returning()
+  const jti = randomUUID()
+  await database.db.insert(refreshTokens).values({ jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() - 1000) })
+  const deadline = Date.now() + 5000
+  let left = 1
+  while (left > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    left = (await database.db.select().from(refreshTokens).where(eq(refreshTokens.jti, jti))).length
+  }
+  t.equal(left, 0, 'the expired record is gone without anyone asking')
+})
+
+t.test('bad plugin options fail the boot with a clear message', async (t) => {
+  const database = await freshDatabase(t)
+  const own = Fastify({ logger: false })
+  await own.register(dbPlugin, { client: database })
+  await own.register(authPlugin, {})
+  own.register(accountsPlugin, { purgeIntervalMs: 5 })
+  await t.rejects(async () => { await own.ready() }, /accounts plugin: option purgeIntervalMs expected integer to be greater or equal to 1000/)
+})
+
+t.test('superusers are not special for refresh', async (t) => {
+  const { session } = await superuser(app, 'root-sessions@example.com')
+  t.equal((await refresh(session.refresh_token)).statusCode, 200)
+})
