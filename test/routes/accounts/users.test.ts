@@ -4,6 +4,11 @@ import { users } from '../../../db/schema.js'
 import { PASSWORD, build, login, register, superuser } from '../../helper.js'
 
 const app = await build(t, { DEFAULT_PAGE_LIMIT: 2, MAX_PAGE_LIMIT: 3 })
+// Every response this file provokes, checked at the end for passwords and hashes.
+const leaks: string[] = []
+app.addHook('onSend', async (request, _reply, payload) => {
+  if (typeof payload === 'string' && /"(hashed_|current_)?password"\s*:|\$argon2/.test(payload)) leaks.push(`${request.method} ${request.url}: ${payload}`)
+})
 const root = await superuser(app, 'root@example.com')
 const asRoot = root.session.headers
 
@@ -163,4 +168,8 @@ t.test('a regular account gets 403 on every superuser route', async (t) => {
   }
   const [row] = await app.db.select().from(users).where(eq(users.id, user.id))
   t.equal(row?.is_superuser, false)
+})
+
+t.test('no response of this file contained a password or a hash', async (t) => {
+  t.same(leaks, [])
 })
