@@ -36,6 +36,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     bodyLimit: config.BODY_LIMIT,
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
+    // A new PGlite folder initialises its cluster on first open: 5 to 15 s on this machine.
+    pluginTimeout: 60_000,
     ...options
   }).withTypeProvider<TypeBoxTypeProvider>()
 

@@ -29,7 +29,7 @@ function startServer (t: Test, env: Record<string, string>) {
       const address = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(String(entry.msg))?.[1]
       if (address) resolve(address)
     })
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}${JSON.stringify(logs.at(-1))}`)))
   })
   listening.catch(() => {}) // a test that expects an early exit never awaits it
   const exited = once(child, 'exit') as Promise<[number | null, string | null]>
