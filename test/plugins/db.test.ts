@@ -53,7 +53,8 @@ t.test('the plugin works in a bare Fastify app and leaves a given client open', 
 })
 
 t.test('a client the plugin opened is closed with the app', async (t) => {
-  const app = Fastify()
+  // A cold in-memory PGlite can take longer than Fastify's default 10 s plugin timeout here.
+  const app = Fastify({ pluginTimeout: 60_000 })
   await app.register(dbPlugin, { url: 'memory://', migrate: false })
   await app.ready()
   const client = app.dbClient
