@@ -3,7 +3,8 @@ import { Ajv2019 } from 'ajv/dist/2019.js'
 import addFormats from 'ajv-formats'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type {
-  FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
+  FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError,
+  RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
 } from 'fastify'
 
 // Fastify's defaults, minus one: a JSON body is never coerced ("price": "5" is refused, not read as 5),
@@ -20,12 +21,35 @@ function ajv (options: Options) {
 const bodyAjv = ajv({ coerceTypes: false })
 const textAjv = ajv({ coerceTypes: 'array' })
 
+type Validate = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
+
+/**
+ * Ajv coerces "1e400" or "Infinity" in a query string or path to Infinity, which passes `integer`,
+ * `minimum` and `maximum` alike; refused here as the non-integer it is, so it never reaches SQL.
+ */
+function finiteNumbersOnly (validate: Validate): Validate {
+  const check: Validate = (data) => {
+    if (!validate(data)) {
+      check.errors = validate.errors
+      return false
+    }
+    const values = (data ?? {}) as Record<string, unknown>
+    const key = Object.keys(values).find((name) => typeof values[name] === 'number' && !Number.isFinite(values[name]))
+    if (key === undefined) return true
+    check.errors = [{ keyword: 'type', instancePath: `/${key}`, schemaPath: `#/properties/${key}/type`, params: { type: 'integer' }, message: 'must be integer' }]
+    return false
+  }
+  return check
+}
+
 /**
  * The validator compiler of every route in this package. Each profile sets it on its own
  * encapsulated context, so its input contract holds in any host app.
  */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)
+  httpPart === 'body'
+    ? bodyAjv.compile(schema as object)
+    : finiteNumbersOnly(textAjv.compile(schema as object) as Validate)
 
 /** A Fastify instance whose route schemas type the handlers (what every route module receives). */
 export type TypeBoxInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>

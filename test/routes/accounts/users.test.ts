@@ -106,7 +106,7 @@ t.test('GET /users: a page envelope, clamped to MAX_PAGE_LIMIT', async (t) => {
   t.equal(last.items.length, 1)
   t.equal(last.has_next, false)
 
-  for (const query of ['limit=0', 'offset=-1', 'limit=abc']) {
+  for (const query of ['limit=0', 'offset=-1', 'limit=abc', 'offset=1e400', 'limit=Infinity']) {
     t.equal((await app.inject({ method: 'GET', url: `/api/v1/users?${query}`, headers: asRoot })).statusCode, 422, query)
   }
 })
@@ -152,7 +152,7 @@ t.test('missing users are 404, bad ids 422', async (t) => {
     const missing = await app.inject({ method, url: '/api/v1/users/2147483647', headers: asRoot, payload: method === 'PATCH' ? { is_active: true } : undefined })
     t.equal(missing.statusCode, 404, method)
     t.same(missing.json(), { type: 'about:blank', title: 'Not Found', status: 404, detail: 'user 2147483647 not found', code: 'ACCOUNT_USER_NOT_FOUND' })
-    for (const id of ['0', 'abc', '1.5', '2147483648']) {
+    for (const id of ['0', 'abc', '1.5', '2147483648', '1e400', 'Infinity']) {
       const bad = await app.inject({ method, url: `/api/v1/users/${id}`, headers: asRoot, payload: method === 'PATCH' ? {} : undefined })
       t.equal(bad.statusCode, 422, `${method} ${id}`)
       t.equal(bad.json().errors[0].path, '/params/user_id')
