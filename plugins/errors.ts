@@ -69,6 +69,17 @@ function sendProblem (reply: FastifyReply, body: Problem) {
 }
 
 /**
+ * Renders any error as a problem document. The errors plugin sets it at the root; each profile
+ * also sets it on its own context, so its routes keep their error contract in any host app.
+ */
+export function problemErrorHandler (this: unknown, error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+  const body = toProblem(error, request)
+  // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
+  if (error.headers && body.status < 500) reply.headers(error.headers)
+  return sendProblem(reply, body)
+}
+
+/**
  * One error format for the whole app: every error, thrown or raised by Fastify, becomes an
  * RFC 9457 problem document with a string `detail` and a stable `code`.
  * @see https://www.rfc-editor.org/rfc/rfc9457
@@ -76,12 +87,7 @@ function sendProblem (reply: FastifyReply, body: Problem) {
 async function errorsPlugin (app: FastifyInstance) {
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
 
-  app.setErrorHandler(function handleError (error: FastifyError & { headers?: Record<string, string> }, request, reply) {
-    const body = toProblem(error, request)
-    // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
-    if (error.headers && body.status < 500) reply.headers(error.headers)
-    return sendProblem(reply, body)
-  })
+  app.setErrorHandler(problemErrorHandler)
 
   app.setNotFoundHandler(function routeNotFound (request, reply) {
     return sendProblem(reply, problem(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url} not found`))

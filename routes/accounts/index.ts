@@ -6,6 +6,7 @@ import fp from 'fastify-plugin'
 import { createLoginFailures } from '../../db/login-failures.js'
 import { createRefreshTokens } from '../../db/refresh-tokens.js'
 import { createUsers } from '../../db/users.js'
+import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
@@ -54,6 +55,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   }
 
   app.setValidatorCompiler(validatorCompiler)
+  app.setErrorHandler(problemErrorHandler)
   await app.register(formbody)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema])
 
