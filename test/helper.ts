@@ -138,3 +138,12 @@ export async function superuser (app: App, email = 'root@example.com') {
 /** The claims of a JWT, read without verifying it. */
 export const claimsOf = (token: string) =>
   JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
+
+let accounts = 0
+
+/** A new account, registered and logged in, with an email no other call of this process uses. */
+export async function newAccount (app: App) {
+  const email = `user${++accounts}@example.com`
+  const user = await register(app, email)
+  return { user, email, session: await login(app, email) }
+}

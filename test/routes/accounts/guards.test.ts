@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
-import { build, login, register, superuser } from '../../helper.js'
+import { build, login, newAccount, superuser } from '../../helper.js'
 
 const app = await build(t)
 // A host app's own routes, protected with the same guards.
@@ -14,12 +14,7 @@ app.register(async (host) => {
 const get = (url: string, authorization?: string) =>
   app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} })
 
-let counter = 0
-async function newUser () {
-  const email = `guard${++counter}@example.com`
-  const user = await register(app, email)
-  return { user, email, session: await login(app, email) }
-}
+const newUser = () => newAccount(app)
 
 t.test('no token: 401 with a bare Bearer challenge', async (t) => {
   const res = await get('/api/v1/users/me')
@@ -92,7 +87,7 @@ t.test('an inactive superuser is refused like any inactive account', async (t) =
 })
 
 t.test('the scope guard: the scope must be in the token and on the user', async (t) => {
-  const { user, session } = await newUser()
+  const { user, email, session } = await newUser()
   const ok = await get('/api/v1/users/me/scopes', session.headers.authorization)
   t.equal(ok.statusCode, 200)
   t.same(ok.json(), { scopes: ['me'] })
@@ -108,10 +103,10 @@ t.test('the scope guard: the scope must be in the token and on the user', async 
   const notInToken = await get('/host/reports', session.headers.authorization)
   t.equal(notInToken.statusCode, 403, 'a scope granted after login is not in the old token')
   t.equal(notInToken.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="reports me"')
-  const fresh = await login(app, `guard${counter}@example.com`)
+  const fresh = await login(app, email)
   const granted = await get('/host/reports', fresh.headers.authorization)
   t.equal(granted.statusCode, 200, 'a new token carries it')
-  t.same(granted.json(), { email: `guard${counter}@example.com` })
+  t.same(granted.json(), { email })
 })
 
 t.test('a host app route sees the user and the token claims', async (t) => {

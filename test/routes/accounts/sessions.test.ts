@@ -6,7 +6,7 @@ import { refreshTokens, users } from '../../../db/schema.js'
 import authPlugin from '../../../plugins/auth/index.js'
 import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
-import { build, freshDatabase, login, register, superuser, type Session } from '../../helper.js'
+import { build, freshDatabase, login, newAccount, superuser, type Session } from '../../helper.js'
 
 const app = await build(t)
 const refresh = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
@@ -14,12 +14,7 @@ const logout = (token: string) => app.inject({ method: 'POST', url: '/api/v1/aut
 const logoutAll = (session: Session) => app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: session.headers })
 const me = (token: string) => app.inject({ method: 'GET', url: '/api/v1/users/me', headers: { authorization: `Bearer ${token}` } })
 
-let counter = 0
-async function newUser () {
-  const email = `user${++counter}@example.com`
-  const user = await register(app, email)
-  return { user, email, session: await login(app, email) }
-}
+const newUser = () => newAccount(app)
 
 function assertRefreshRefused (t: Test, res: Awaited<ReturnType<typeof refresh>>, detail: RegExp) {
   t.equal(res.statusCode, 401)

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
-import { PASSWORD, build, login, register, superuser } from '../../helper.js'
+import { PASSWORD, build, login, newAccount, superuser } from '../../helper.js'
 
 const app = await build(t, { DEFAULT_PAGE_LIMIT: 2, MAX_PAGE_LIMIT: 3 })
 // Every response this file provokes, checked at the end for passwords and hashes.
@@ -12,12 +12,7 @@ app.addHook('onSend', async (request, _reply, payload) => {
 const root = await superuser(app, 'root@example.com')
 const asRoot = root.session.headers
 
-let counter = 0
-async function newUser () {
-  const email = `member${++counter}@example.com`
-  const user = await register(app, email)
-  return { user, email, session: await login(app, email) }
-}
+const newUser = () => newAccount(app)
 
 t.test('GET /users/me returns the public profile, nothing more', async (t) => {
   const { user, session } = await newUser()
