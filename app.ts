@@ -4,6 +4,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import { resolveConfig, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
 import accounts from './routes/accounts/index.js'
+import catalog from './routes/catalog/index.js'
 import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
@@ -57,6 +58,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   })
 
   await app.register(health, { prefix: API_PREFIX })
+  await app.register(catalog, { prefix: API_PREFIX, defaultLimit: config.DEFAULT_PAGE_LIMIT, maxLimit: config.MAX_PAGE_LIMIT })
   await app.register(accounts, {
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,

@@ -11,6 +11,11 @@ export { default as healthPlugin } from './plugins/health.js'
 export { validatorCompiler, type TypeBoxInstance } from './plugins/validation.js'
 
 export { default as accountsPlugin, AccountsOptionsSchema, type AccountsOptions } from './routes/accounts/index.js'
+export { default as catalogPlugin, pageLimits, type CatalogOptions } from './routes/catalog/index.js'
+export {
+  createItemRepository, containsPattern, seedItems, truncateItems,
+  type ItemRepository, type ItemRow, type ItemSlice, type NewItem
+} from './db/items.js'
 
 export { connect, connectPglite, type Database, type DatabaseClient, type Driver } from './db/client.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
@@ -20,5 +25,7 @@ export * as tables from './db/schema.js'
 export * from './schemas/common.js'
 export * from './schemas/error.js'
 export * from './schemas/health.js'
+export * from './schemas/item.js'
+export * from './schemas/page.js'
 export * from './schemas/token.js'
 export * from './schemas/user.js'

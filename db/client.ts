@@ -69,10 +69,12 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
 /** PGlite in `dataDir`, or in memory when it is undefined. */
 export async function connectPglite (dataDir: string | undefined, options: PgliteOptions = {}): Promise<DatabaseClient & { dump (): Promise<Blob> }> {
   const { PGlite } = await import('@electric-sql/pglite')
+  // The catalog's substring search index (migration 0002) needs pg_trgm.
+  const { pg_trgm: pgTrgm } = await import('@electric-sql/pglite/contrib/pg_trgm')
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
   if (dataDir) mkdirSync(dataDir, { recursive: true })
-  const client = await PGlite.create(dataDir, options)
+  const client = await PGlite.create(dataDir, { ...options, extensions: { pg_trgm: pgTrgm } })
   const db = drizzle({ client, schema })
   return {
     db,

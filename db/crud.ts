@@ -1,4 +1,4 @@
-import { asc, count, eq, getTableName, sql, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
+import { asc, count, eq, getTableName, gt, sql, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { Database } from './client.js'
 
@@ -14,6 +14,11 @@ export interface Repository<Row, Insert> {
   get (id: number, tx?: Database): Promise<Row | null>
   /** Rows ordered by id ascending, so consecutive pages never overlap or skip. */
   list (page: Page, tx?: Database): Promise<Row[]>
+  /**
+   * Keyset page: the first `limit` rows whose id is greater than `afterId`, by id ascending.
+   * Unlike `offset`, its cost does not grow with how deep the page is.
+   */
+  listAfter (afterId: number, limit: number, tx?: Database): Promise<Row[]>
   count (tx?: Database): Promise<number>
   create (values: Insert, tx?: Database): Promise<Row>
   /** Writes only the keys present in `values`; an empty change returns the row untouched. */
@@ -40,11 +45,15 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
   const selectPage = (exec: Database) =>
     exec.select().from(table as PgTable).orderBy(asc(table.id))
       .limit(sql.placeholder('limit')).offset(sql.placeholder('offset'))
+  const selectAfter = (exec: Database) =>
+    exec.select().from(table as PgTable).where(gt(table.id, sql.placeholder('afterId')))
+      .orderBy(asc(table.id)).limit(sql.placeholder('limit'))
   const selectCount = (exec: Database) => exec.select({ total: count() }).from(table as PgTable)
 
   const prepared = {
     get: selectById(db).prepare(`${name}_get`),
     list: selectPage(db).prepare(`${name}_list`),
+    listAfter: selectAfter(db).prepare(`${name}_list_after`),
     count: selectCount(db).prepare(`${name}_count`)
   }
 
@@ -55,6 +64,10 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
     },
     async list ({ offset, limit }, tx) {
       const rows = await (tx ? selectPage(tx).execute({ offset, limit }) : prepared.list.execute({ offset, limit }))
+      return rows as Row[]
+    },
+    async listAfter (afterId, limit, tx) {
+      const rows = await (tx ? selectAfter(tx).execute({ afterId, limit }) : prepared.listAfter.execute({ afterId, limit }))
       return rows as Row[]
     },
     async count (tx) {

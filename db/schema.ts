@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import {
-  boolean, check, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp, uuid, varchar
+  bigint, boolean, check, doublePrecision, index, integer, pgTable, primaryKey, smallint, text, timestamp, uuid, varchar
 } from 'drizzle-orm/pg-core'
 
 // Column names are the API's field names, so a row is its public shape without a mapping layer.
@@ -52,8 +52,20 @@ export const items = pgTable('items', {
   created_at: createdAt()
 }, (table) => [
   index('items_name_idx').on(table.name),
+  // Serves `?q=` (ILIKE '%text%'), which a btree cannot; pg_trgm is created by migration 0002.
+  index('items_name_trgm_idx').using('gin', table.name.op('gin_trgm_ops')),
   check('items_price_non_negative', sql`${table.price} >= 0`)
 ])
+
+/**
+ * The exact number of items is the sum of these rows, so `total` costs the same at any table
+ * size. Triggers (migration 0003) update one shard per backend in the transaction that inserts
+ * or deletes; several shards keep concurrent writers off a single hot row.
+ */
+export const itemCounts = pgTable('item_counts', {
+  shard: smallint('shard').primaryKey(),
+  n: bigint('n', { mode: 'number' }).notNull().default(0)
+})
 
 /**
  * The table of one Profile C resource. Each resource gets its own table and so its own

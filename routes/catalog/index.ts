@@ -1,0 +1,100 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { createItemRepository } from '../../db/items.js'
+import errors from '../../plugins/errors.js'
+import { validatorCompiler } from '../../plugins/validation.js'
+import { PG_INT_MAX, addSchemas } from '../../schemas/common.js'
+import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
+import { ItemPageSchema, ItemSchema } from '../../schemas/item.js'
+import { InvalidCatalogOptions, ItemNotFound, invalidInput } from './errors.js'
+import { catalogSchemas } from './schemas.js'
+
+export interface CatalogOptions {
+  /** Page size when the request names none (DEFAULT_PAGE_LIMIT); at most maxLimit. Default 20. */
+  defaultLimit?: number
+  /** Larger requested page sizes are reduced to this (MAX_PAGE_LIMIT). Default 100. */
+  maxLimit?: number
+}
+
+/** The options with their defaults, or a boot failure that names the bad one. */
+export function pageLimits ({ defaultLimit, maxLimit = 100 }: CatalogOptions = {}) {
+  if (!Number.isInteger(maxLimit) || maxLimit < 1 || maxLimit > PG_INT_MAX) {
+    throw new InvalidCatalogOptions(`maxLimit must be an integer from 1 to ${PG_INT_MAX} (got ${JSON.stringify(maxLimit)})`)
+  }
+  const fallback = defaultLimit ?? Math.min(20, maxLimit)
+  if (!Number.isInteger(fallback) || fallback < 1 || fallback > maxLimit) {
+    throw new InvalidCatalogOptions(`defaultLimit must be an integer from 1 to maxLimit (${maxLimit}) (got ${JSON.stringify(defaultLimit)})`)
+  }
+  return { defaultLimit: fallback, maxLimit }
+}
+
+/**
+ * Ajv 8 coerces "1e400" or "Infinity" in a path or query string to Infinity, which then passes
+ * the type, minimum and maximum checks; refused here as the non-integer it is, before any SQL.
+ */
+async function finiteNumbers (request: FastifyRequest) {
+  for (const [context, values] of [['params', request.params], ['querystring', request.query]] as const) {
+    for (const [key, value] of Object.entries(values as Record<string, unknown>)) {
+      if (typeof value === 'number' && !Number.isFinite(value)) throw invalidInput(context, `/${key}`, 'must be integer')
+    }
+  }
+}
+
+/**
+ * Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial
+ * update. Register it with a prefix, after the `db` plugin.
+ * The contract: SPEC.md 4.2 and DESIGN.md 4 "Profile B"; README "Item catalog" for its decisions.
+ */
+const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
+  const { defaultLimit, maxLimit } = pageLimits(opts)
+  const items = createItemRepository(app.db)
+  const schemas = catalogSchemas(defaultLimit, maxLimit)
+
+  app.setValidatorCompiler(validatorCompiler)
+  // On its own in a host app, the catalog still answers errors as problem documents.
+  if (!app.hasPlugin('errors')) await app.register(errors)
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema, ItemSchema, ItemPageSchema])
+  app.addHook('preHandler', finiteNumbers)
+
+  app.get('/items', { schema: schemas.listItems }, async function listItems (request) {
+    const { offset, after_id: afterId } = request.query
+    const limit = Math.min(request.query.limit, maxLimit)
+    const q = request.query.q || undefined
+    if (afterId === undefined) {
+      const { rows, total } = await items.page({ q, offset, limit })
+      return { items: rows, total, offset, limit, has_next: offset + rows.length < total }
+    }
+    if (offset > 0) throw invalidInput('querystring', '/offset', 'must be 0 when after_id is given')
+    // One row more than the page says whether another page follows.
+    const { rows, total } = await items.pageAfter({ q, afterId, limit: limit + 1 })
+    return { items: rows.slice(0, limit), total, offset: 0, limit, has_next: rows.length > limit }
+  })
+
+  app.get('/items/:item_id', { schema: schemas.getItem }, async function getItem (request) {
+    const item = await items.get(request.params.item_id)
+    if (!item) throw new ItemNotFound(request.params.item_id)
+    return item
+  })
+
+  app.post('/items', { schema: schemas.createItem }, async function createItem (request, reply) {
+    return reply.code(201).send(await items.create(request.body))
+  })
+
+  app.patch('/items/:item_id', {
+    schema: schemas.updateItem,
+    // A PATCH without any body changes nothing, like `{}`.
+    preValidation: async function emptyPatch (request) { request.body ??= {} }
+  }, async function updateItem (request) {
+    const item = await items.update(request.params.item_id, request.body)
+    if (!item) throw new ItemNotFound(request.params.item_id)
+    return item
+  })
+
+  app.delete('/items/:item_id', { schema: schemas.deleteItem }, async function deleteItem (request, reply) {
+    if (!await items.delete(request.params.item_id)) throw new ItemNotFound(request.params.item_id)
+    return reply.code(204).send(null)
+  })
+}
+
+export default fp(catalog, { name: 'catalog', fastify: '5.x', dependencies: ['db'], encapsulate: true })

@@ -1,0 +1,65 @@
+import { Type } from '@sinclair/typebox'
+import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
+import { problemResponses } from '../../schemas/error.js'
+import {
+  ITEM_NAME_MAX, ItemCreateSchema, ItemIdParams, ItemPageSchema, ItemSchema, ItemUpdateSchema
+} from '../../schemas/item.js'
+
+const tags = ['items']
+
+/** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
+function listQuery (defaultLimit: number, maxLimit: number) {
+  return Type.Object({
+    offset: Type.Integer({ minimum: 0, maximum: PG_INT_MAX, default: 0, description: 'Items to skip; must be 0 with after_id' }),
+    // No maximum: a larger limit is clamped, never refused.
+    limit: Type.Integer({ minimum: 1, default: defaultLimit, description: `Page size; values above ${maxLimit} are reduced to ${maxLimit}` }),
+    q: Type.Optional(Text({ maxLength: ITEM_NAME_MAX, description: 'Only items whose name contains this text (case-insensitive)' })),
+    after_id: Type.Optional(Type.Integer({
+      minimum: 0,
+      maximum: PG_INT_MAX,
+      description: 'Keyset paging: only items with a greater id (pass the last id of the previous page); as fast at any depth'
+    }))
+  }, { additionalProperties: false })
+}
+
+/** The schema of each catalog route, for one pair of page size limits. */
+export function catalogSchemas (defaultLimit: number, maxLimit: number) {
+  return {
+    listItems: {
+      operationId: 'listItems',
+      summary: 'List items by id, one page at a time, optionally filtered by name',
+      tags,
+      querystring: listQuery(defaultLimit, maxLimit),
+      response: { 200: ref(ItemPageSchema), ...problemResponses(422, 503) }
+    },
+    getItem: {
+      operationId: 'getItem',
+      summary: 'Read one item',
+      tags,
+      params: ItemIdParams,
+      response: { 200: ref(ItemSchema), ...problemResponses(404, 422, 503) }
+    },
+    createItem: {
+      operationId: 'createItem',
+      summary: 'Create an item',
+      tags,
+      body: ItemCreateSchema,
+      response: { 201: ref(ItemSchema), ...problemResponses(400, 422, 503) }
+    },
+    updateItem: {
+      operationId: 'updateItem',
+      summary: 'Change the fields sent, and only those',
+      tags,
+      params: ItemIdParams,
+      body: ItemUpdateSchema,
+      response: { 200: ref(ItemSchema), ...problemResponses(400, 404, 422, 503) }
+    },
+    deleteItem: {
+      operationId: 'deleteItem',
+      summary: 'Delete an item',
+      tags,
+      params: ItemIdParams,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(404, 422, 503) }
+    }
+  }
+}
