@@ -5,6 +5,7 @@ import { resolveConfig, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
 import accounts from './routes/accounts/index.js'
 import catalog from './routes/catalog/index.js'
+import resources from './routes/resources/index.js'
 import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
@@ -28,7 +29,8 @@ export interface BuildOptions extends FastifyServerOptions {
 
 /**
  * The whole service as one Fastify instance. The registration order below is the product's
- * architecture: infrastructure first (errors, cors, docs, db, auth), then the profiles under /api/v1.
+ * architecture: infrastructure first (errors, cors, docs, db, auth), then the profiles under /api/v1:
+ * health, the catalog, accounts, and one generic resource per name in RESOURCES.
  * Tests call this with explicit settings; server.ts with the environment's.
  */
 export async function buildApp (settings: Partial<Config> = {}, { database, ...options }: BuildOptions = {}) {
@@ -69,6 +71,9 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       ? { email: config.FIRST_SUPERUSER_EMAIL, password: config.FIRST_SUPERUSER_PASSWORD }
       : undefined
   })
+  for (const name of new Set(config.RESOURCES)) {
+    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP })
+  }
 
   return app
 }

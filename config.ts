@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { BUILT_IN_TABLES } from './db/resources.js'
 
 const Int = (min: number, fallback: number, max = 2147483647) =>
   Type.Integer({ minimum: min, maximum: max, default: fallback })
@@ -91,6 +92,10 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
     throw new ConfigError(
       `DEFAULT_PAGE_LIMIT (${config.DEFAULT_PAGE_LIMIT}) must not exceed MAX_PAGE_LIMIT (${config.MAX_PAGE_LIMIT})`
     )
+  }
+  const taken = config.RESOURCES.find((name) => BUILT_IN_TABLES.includes(name))
+  if (taken) {
+    throw new ConfigError(`RESOURCES: "${taken}" is a table of the service (${BUILT_IN_TABLES.join(', ')}); choose another name`)
   }
   return config
 }

@@ -13,6 +13,9 @@ export { validatorCompiler, type TypeBoxInstance } from './plugins/validation.js
 export { default as accountsPlugin, AccountsOptionsSchema, type AccountsOptions } from './routes/accounts/index.js'
 export { default as catalogPlugin, pageLimits, type CatalogOptions } from './routes/catalog/index.js'
 export {
+  default as resourcePlugin, ROUTE_NAMES, RecordNotFound, type ResourceOptions, type RouteName
+} from './routes/resources/index.js'
+export {
   createItemRepository, containsPattern, seedItems, truncateItems,
   type ItemRepository, type ItemRow, type ItemSlice, type NewItem
 } from './db/items.js'
@@ -20,6 +23,7 @@ export {
 export { connect, connectPglite, type Database, type DatabaseClient, type Driver } from './db/client.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
 export { isDatabaseUnavailable, sqlState } from './db/errors.js'
+export { BUILT_IN_TABLES, ResourceTableError, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'
 export * as tables from './db/schema.js'
 
 export * from './schemas/common.js'
@@ -27,5 +31,6 @@ export * from './schemas/error.js'
 export * from './schemas/health.js'
 export * from './schemas/item.js'
 export * from './schemas/page.js'
+export * from './schemas/record.js'
 export * from './schemas/token.js'
 export * from './schemas/user.js'

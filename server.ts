@@ -4,6 +4,7 @@ import { pino, type LoggerOptions } from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
+import { createTables } from './db/resources.js'
 
 const GRACE_MS = 10_000
 
@@ -58,7 +59,7 @@ async function supervise () {
   }
   if (config.CREATE_TABLES_ON_STARTUP) {
     const client = await connect(config.DATABASE_URL)
-    try { await client.migrate() } finally { await client.close() }
+    try { await createTables(client, config.RESOURCES) } finally { await client.close() }
   }
   let closing = false
   const fork = () => cluster.fork({ CREATE_TABLES_ON_STARTUP: 'false' })

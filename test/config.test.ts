@@ -71,6 +71,7 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/],
     [{ WORKERS: '0' }, /^WORKERS: /],
     [{ RESOURCES: 'Bad-Name' }, /^RESOURCES: must be a comma-separated list of lower-case identifiers/],
+    [{ RESOURCES: 'notes,users' }, /^RESOURCES: "users" is a table of the service \(.*items.*\); choose another name$/],
     [{ BACKEND_CORS_ORIGINS: 'localhost:3000' }, /^BACKEND_CORS_ORIGINS: must be a comma-separated list of origins/],
     [{ DEFAULT_PAGE_LIMIT: '50', MAX_PAGE_LIMIT: '10' }, /^DEFAULT_PAGE_LIMIT \(50\) must not exceed MAX_PAGE_LIMIT \(10\)$/]
   ]

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
-import errors from '../../plugins/errors.js'
+import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { PG_INT_MAX, addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
@@ -40,7 +40,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
 
   app.setValidatorCompiler(validatorCompiler)
   // On its own in a host app, the catalog still answers errors as problem documents.
-  if (!app.hasPlugin('errors')) await app.register(errors)
+  app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, ItemSchema, ItemPageSchema])
 
   app.get('/items', { schema: schemas.listItems }, async function listItems (request) {

@@ -18,11 +18,11 @@ const tableNames = async (client: DatabaseClient) => {
   return rows.map((row) => row.name)
 }
 
-t.test('migrations create every table at startup', async (t) => {
+t.test('migrations and RESOURCES create every table at startup', async (t) => {
   const database = await freshDatabase(t, { migrated: false })
-  const app = await build(t, {}, { database })
+  const app = await build(t, { RESOURCES: ['records', 'notes'] }, { database })
   await app.ready()
-  t.same(await tableNames(database), declared)
+  t.same(await tableNames(database), [...declared, 'notes', 'records'].sort(), 'and one per resource')
 })
 
 t.test('CREATE_TABLES_ON_STARTUP=false never touches the schema', async (t) => {

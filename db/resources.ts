@@ -1,0 +1,100 @@
+import { and, eq, getTableName, is, sql } from 'drizzle-orm'
+import { PgTable, getTableConfig, pgSchema, text, type PgColumn } from 'drizzle-orm/pg-core'
+import type { Database, DatabaseClient } from './client.js'
+import * as schema from './schema.js'
+import { resourceTable, type ResourceTable } from './schema.js'
+
+/** Every table db/schema.ts declares: a resource's table may not take one of these names. */
+export const BUILT_IN_TABLES: readonly string[] = Object.values(schema)
+  .filter((value) => is(value, PgTable))
+  .map((table) => getTableName(table))
+  .sort()
+
+export class ResourceTableError extends Error {
+  override name = 'ResourceTableError'
+}
+
+const IDENTITY_MAX: Record<string, string> = {
+  PgSmallInt: '32767', PgInteger: '2147483647', PgBigInt53: '9223372036854775807', PgBigInt64: '9223372036854775807'
+}
+
+/** The identity clause as drizzle-kit writes it; the sequence name is left to PostgreSQL. */
+function identity (column: PgColumn): string {
+  const { type, sequenceName, sequenceOptions: seq = {} } = column.generatedIdentity ?? {}
+  const increment = String(seq.increment ?? 1)
+  const min = String(seq.minValue ?? 1)
+  const max = String(seq.maxValue ?? IDENTITY_MAX[column.columnType])
+  if (Number(increment) < 1 || max === 'undefined') throw new ResourceTableError(`identity of ${column.name} is not supported`)
+  const options = [
+    sequenceName && `sequence name "${sequenceName}"`,
+    `INCREMENT BY ${increment}`, `MINVALUE ${min}`, `MAXVALUE ${max}`,
+    `START WITH ${String(seq.startWith ?? min)}`, `CACHE ${String(seq.cache ?? 1)}`, seq.cycle && 'CYCLE'
+  ].filter(Boolean)
+  return ` GENERATED ${type === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY (${options.join(' ')})`
+}
+
+function columnDdl (column: PgColumn): string {
+  if ((column.hasDefault && !column.generatedIdentity) || column.generated || column.isUnique) {
+    throw new ResourceTableError(`column ${column.name}: defaults, generated and unique columns are not supported here`)
+  }
+  return `"${column.name}" ${column.getSQLType()}${column.primary ? ' PRIMARY KEY' : ''}` +
+    `${column.generatedIdentity ? identity(column) : ''}${column.notNull && !column.primary ? ' NOT NULL' : ''}`
+}
+
+/**
+ * `CREATE TABLE IF NOT EXISTS` for a table made by `resourceTable`, generated from its Drizzle
+ * columns so that db/schema.ts stays the one definition (a test compares it with drizzle-kit's).
+ * It covers what resource tables use and refuses anything else rather than dropping it.
+ */
+export function resourceTableDdl (table: ResourceTable): string {
+  const config = getTableConfig(table)
+  const extras = config.indexes.length + config.checks.length + config.foreignKeys.length +
+    config.primaryKeys.length + config.uniqueConstraints.length + config.policies.length
+  if (extras > 0 || config.schema || config.enableRLS) {
+    throw new ResourceTableError(`table ${config.name}: indexes, constraints, schemas and policies are not supported here`)
+  }
+  return `CREATE TABLE IF NOT EXISTS "${config.name}" (\n\t${config.columns.map(columnDdl).join(',\n\t')}\n);`
+}
+
+const columns = pgSchema('information_schema').table('columns', {
+  table_schema: text('table_schema'),
+  table_name: text('table_name'),
+  column_name: text('column_name')
+})
+
+// One creator at a time across every process on this database: concurrent CREATE TABLE IF NOT
+// EXISTS of one name can fail on PostgreSQL's catalog unique index instead of skipping.
+const LOCK_KEY = 0x706c6e74
+
+/**
+ * Creates the resource's table unless it exists, then checks that the table under that name has
+ * the resource columns, so a host's own table of that name fails the boot instead of every request.
+ */
+export async function ensureResourceTable (db: Database, table: ResourceTable): Promise<void> {
+  const name = getTableName(table)
+  await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${LOCK_KEY})`))
+    await tx.execute(sql.raw(resourceTableDdl(table)))
+  })
+  const found = (await db.select({ name: columns.column_name }).from(columns)
+    .where(and(eq(columns.table_schema, sql`current_schema()`), eq(columns.table_name, name))))
+    .map((row) => row.name).sort()
+  const expected = getTableConfig(table).columns.map((column) => column.name).sort()
+  if (found.length === 0) {
+    throw new ResourceTableError(`table "${name}" cannot be created: another kind of relation (an index, a sequence) has that name`)
+  }
+  if (found.join() !== expected.join()) {
+    throw new ResourceTableError(
+      `table "${name}" exists but is not a resource table: it has the columns (${found.join(', ')}), a resource table (${expected.join(', ')})`
+    )
+  }
+}
+
+/**
+ * Everything startup creates: the migrations, then one table per resource name. For the processes
+ * that prepare a database without serving it (`npm run db:migrate`, the primary of WORKERS > 1).
+ */
+export async function createTables (client: DatabaseClient, resources: readonly string[]): Promise<void> {
+  await client.migrate()
+  for (const name of new Set(resources)) await ensureResourceTable(client.db, resourceTable(name))
+}

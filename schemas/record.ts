@@ -1,0 +1,52 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Id, NO_NUL_PATTERN, Text } from './common.js'
+
+export const RECORD_TITLE_MAX = 255
+// Bounds a list page too: 1000 records of this size are about 10 MB.
+export const RECORD_DESCRIPTION_MAX = 10_000
+
+/**
+ * `records` -> `Records`, `user_notes` -> `UserNotes`. An underscore stays where no letter
+ * follows it (`a_1` -> `A_1`), so two resource names never give the same component name.
+ */
+export const pascalName = (name: string) => name.replace(/^[a-z]|_[a-z]/g, (match) => match.slice(-1).toUpperCase())
+
+/** The OpenAPI component of one record of a resource: `RecordsRecord`, `NotesRecord`. */
+export const recordSchemaId = (name: string) => `${pascalName(name)}Record`
+
+const Title = () => Text({ minLength: 1, maxLength: RECORD_TITLE_MAX, examples: ['Buy milk'] })
+// One JSON Schema type list, not a union: a bad value gets one clear error instead of one per branch.
+const Description = () => Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  maxLength: RECORD_DESCRIPTION_MAX,
+  pattern: NO_NUL_PATTERN,
+  examples: ['Semi-skimmed, two litres']
+})
+
+/** A record as every response shows it, registered once per resource under its own `$id`. */
+export const recordSchema = (name: string) => Type.Object({
+  id: Id({ description: 'Assigned by the server: 1, 2, 3... per resource, never reused' }),
+  title: Type.String({ examples: ['Buy milk'] }),
+  description: Type.Unsafe<string | null>({ type: ['string', 'null'] })
+}, { $id: recordSchemaId(name), title: recordSchemaId(name), description: `A record of the ${name} resource` })
+
+export type ResourceRecord = Static<ReturnType<typeof recordSchema>>
+
+/** POST body. `id` is server-assigned: sent anyway, it is stripped like any unknown field. */
+export const RecordCreateSchema = Type.Object({
+  title: Title(),
+  description: Type.Optional(Description())
+}, { additionalProperties: false, title: 'RecordCreate' })
+
+export type RecordCreate = Static<typeof RecordCreateSchema>
+
+/**
+ * PUT body, partial: only the fields sent are written. `null` clears `description`; `title`,
+ * when sent, must be a string. No defaults here, or an unsent field would be reset.
+ */
+export const RecordUpdateSchema = Type.Object({
+  title: Type.Optional(Title()),
+  description: Type.Optional(Description())
+}, { additionalProperties: false, title: 'RecordUpdate' })
+
+export type RecordUpdate = Static<typeof RecordUpdateSchema>
