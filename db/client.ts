@@ -30,6 +30,13 @@ export interface PgliteOptions {
 const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 
 /**
+ * The advisory lock key under which schema changes run: processes starting together on one
+ * database (WORKERS, several servers, db:migrate) take turns, and the later ones find the work done
+ * instead of failing on a duplicate table or a half-recorded migration.
+ */
+export const SCHEMA_LOCK = 0x706c6e74
+
+/**
  * Opens the database that DATABASE_URL names: `postgres://` or `postgresql://` through
  * postgres.js, `pglite://PATH` as PGlite in a folder, `memory://` as an in-memory PGlite.
  */
@@ -60,7 +67,17 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
   return {
     db,
     driver: 'postgres',
-    migrate: () => migrate(db, { migrationsFolder }),
+    migrate: async () => {
+      // A session lock on a reserved connection, held while the migrator works through the pool.
+      const holder = await client.reserve()
+      try {
+        await holder`select pg_advisory_lock(${SCHEMA_LOCK})`
+        await migrate(db, { migrationsFolder })
+      } finally {
+        await holder`select pg_advisory_unlock(${SCHEMA_LOCK})`.catch(() => {})
+        holder.release()
+      }
+    },
     ping: async () => { await client`select 1` },
     close: () => client.end({ timeout: 5 })
   }

@@ -1,6 +1,6 @@
 import { and, eq, getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, pgSchema, text, type PgColumn } from 'drizzle-orm/pg-core'
-import type { Database, DatabaseClient } from './client.js'
+import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
 import * as schema from './schema.js'
 import { resourceTable, type ResourceTable } from './schema.js'
 
@@ -62,10 +62,6 @@ const columns = pgSchema('information_schema').table('columns', {
   column_name: text('column_name')
 })
 
-// One creator at a time across every process on this database: concurrent CREATE TABLE IF NOT
-// EXISTS of one name can fail on PostgreSQL's catalog unique index instead of skipping.
-const LOCK_KEY = 0x706c6e74
-
 /**
  * Creates the resource's table unless it exists, then checks that the table under that name has
  * the resource columns, so a host's own table of that name fails the boot instead of every request.
@@ -73,7 +69,9 @@ const LOCK_KEY = 0x706c6e74
 export async function ensureResourceTable (db: Database, table: ResourceTable): Promise<void> {
   const name = getTableName(table)
   await db.transaction(async (tx) => {
-    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${LOCK_KEY})`))
+    // One creator at a time across every process on this database: concurrent CREATE TABLE IF NOT
+    // EXISTS of one name can fail on PostgreSQL's catalog unique index instead of skipping.
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
     await tx.execute(sql.raw(resourceTableDdl(table)))
   })
   const found = (await db.select({ name: columns.column_name }).from(columns)

@@ -5,7 +5,9 @@ import t from 'tap'
 import type { DatabaseClient } from '../../db/client.js'
 import * as schema from '../../db/schema.js'
 import dbPlugin from '../../plugins/db.js'
-import { build, freshDatabase } from '../helper.js'
+import { connect } from '../../db/client.js'
+import { createTables } from '../../db/resources.js'
+import { TEST_DATABASE_URL, build, freshDatabase, freshPostgresUrl } from '../helper.js'
 
 // Every table db/schema.ts declares, so the expectation follows the schema.
 const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table)).sort()
@@ -38,6 +40,17 @@ t.test('migrating twice is a no-op', async (t) => {
   const database = await freshDatabase(t)
   await database.migrate()
   t.same(await tableNames(database), declared)
+})
+
+t.test('processes migrating one PostgreSQL database at once take turns', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async (t) => {
+  const url = await freshPostgresUrl(t)
+  // Four clients stand for four processes starting together (two servers, WORKERS, db:migrate).
+  const clients = await Promise.all([1, 2, 3, 4].map(() => connect(url)))
+  t.teardown(() => Promise.all(clients.map((client) => client.close())))
+  await Promise.all(clients.map((client) => createTables(client, ['records'])))
+  t.same(await tableNames(clients[0]!), [...declared, 'records'].sort(), 'every table once, no duplicate-table failure')
+  const applied = await clients[0]!.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`) as unknown as Array<{ n: number }>
+  t.equal(applied[0]?.n, 4, 'each migration recorded once')
 })
 
 t.test('the plugin works in a bare Fastify app and leaves a given client open', async (t) => {
