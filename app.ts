@@ -65,6 +65,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
     loginMaxFailures: config.LOGIN_MAX_FAILURES,
+    reuseDetection: config.REFRESH_REUSE_DETECTION,
+    purgeIntervalMs: config.PURGE_INTERVAL_SECONDS * 1000,
     defaultLimit: config.DEFAULT_PAGE_LIMIT,
     maxLimit: config.MAX_PAGE_LIMIT,
     firstSuperuser: config.FIRST_SUPERUSER_EMAIL && config.FIRST_SUPERUSER_PASSWORD

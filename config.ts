@@ -35,6 +35,9 @@ export const ConfigSchema = Type.Object({
   }), { default: ['records'] }),
   PASSWORD_MIN_LENGTH: Int(1, 8, 1024),
   LOGIN_MAX_FAILURES: Int(0, 10),
+  REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
+  // setInterval's longest delay is 2^31-1 ms, about 24.8 days.
+  PURGE_INTERVAL_SECONDS: Int(1, 3600, 2_147_483),
   WORKERS: Int(1, 1, 64),
   BODY_LIMIT: Int(1, 1048576),
   LOG_LEVEL: Type.Union(

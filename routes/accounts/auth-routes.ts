@@ -1,4 +1,5 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Outcome } from '../../db/refresh-tokens.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
 import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
@@ -33,6 +34,13 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       if (err instanceof TokenError) throw new InvalidRefreshToken(err.message)
       throw err
     }
+  }
+
+  /** The 401 for a token that cannot be used; a replay detected is logged for the account's owner. */
+  function refused (request: FastifyRequest, outcome: Exclude<Outcome, 'ok'>, userId: number) {
+    if (outcome === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
+    request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
+    return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }
 
   app.post('/auth/register', {
@@ -92,8 +100,8 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     if (!user) throw new InvalidRefreshToken('the user no longer exists')
     if (!user.is_active) throw inactiveUser()
     const pair = app.tokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
-    const rotated = await refreshTokens.rotate(claims.jti, user.id, pair.refresh)
-    if (!rotated) throw new InvalidRefreshToken('it was already used, revoked, or is unknown')
+    const outcome = await refreshTokens.rotate(claims.jti, user.id, pair.refresh)
+    if (outcome !== 'ok') throw refused(request, outcome, user.id)
     return sendPair(reply, pair)
   })
 
@@ -107,9 +115,8 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
-    if (!await refreshTokens.revoke(claims.jti, userId)) {
-      throw new InvalidRefreshToken('it was already used, revoked, or is unknown')
-    }
+    const outcome = await refreshTokens.revoke(claims.jti, userId)
+    if (outcome !== 'ok') throw refused(request, outcome, userId)
     return reply.code(204).send()
   })
 

@@ -26,8 +26,10 @@ export const AccountsOptionsSchema = Type.Object({
   loginWindowSeconds: Count(1, 900),
   defaultLimit: Count(1, 20),
   maxLimit: Count(1, 100),
-  /** How often expired refresh records and login counters are deleted. */
+  /** How often unusable refresh records and expired login counters are deleted. */
   purgeIntervalMs: Count(1000, 3_600_000),
+  /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
+  reuseDetection: Type.Boolean({ default: false }),
   firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
 })
 
@@ -50,7 +52,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   const ctx: AccountsContext = {
     ...options,
     users: createUsers(app.db),
-    refreshTokens: createRefreshTokens(app.db),
+    refreshTokens: createRefreshTokens(app.db, { reuseDetection: options.reuseDetection }),
     loginFailures: createLoginFailures(app.db, options.loginWindowSeconds)
   }
 
@@ -69,9 +71,9 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
   }
 
-  const purge = () => Promise.all([ctx.refreshTokens.purgeExpired(), ctx.loginFailures.purgeExpired()])
-    .then(([tokens, counters]) => app.log.debug({ tokens, counters }, 'purged expired session records'))
-    .catch((err: unknown) => app.log.warn({ err }, 'purging expired session records failed'))
+  const purge = () => Promise.all([ctx.refreshTokens.purge(), ctx.loginFailures.purgeExpired()])
+    .then(([tokens, counters]) => app.log.debug({ tokens, counters }, 'purged unusable session records'))
+    .catch((err: unknown) => app.log.warn({ err }, 'purging session records failed'))
   const timer = setInterval(purge, options.purgeIntervalMs).unref()
   app.addHook('onClose', async () => clearInterval(timer))
 

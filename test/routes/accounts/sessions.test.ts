@@ -151,18 +151,31 @@ t.test('logout-all needs an access token', async (t) => {
   t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/logout-all' })).statusCode, 401)
 })
 
-t.test('expired refresh records are purged, live ones kept', async (t) => {
-  const { user } = await newUser()
-  const past = new Date(Date.now() - 1000)
-  const expired = Array.from({ length: 3 }, () => ({ jti: randomUUID(), user_id: user.id, family_id: randomUUID(), expires_at: past }))
-  await app.db.insert(refreshTokens).values(expired)
-  const before = await app.db.select().from(refreshTokens)
+t.test('the purge deletes expired and revoked records, and keeps live ones', async (t) => {
+  const { db } = await freshDatabase(t)
+  const [user] = await db.insert(users).values({ email: 'purged@example.com', hashed_password: 'x' }).returning()
+  const record = (expiresIn: number, revoked: boolean) => {
+    const jti = randomUUID()
+    return { jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() + expiresIn), revoked }
+  }
+  const live = record(60_000, false)
+  await db.insert(refreshTokens).values([record(-1000, false), record(-1000, true), record(60_000, true), live])
   const { createRefreshTokens } = await import('../../../db/refresh-tokens.js')
-  const purged = await createRefreshTokens(app.db).purgeExpired()
-  t.equal(purged, 3)
-  const after = await app.db.select().from(refreshTokens)
-  t.equal(after.length, before.length - 3)
-  t.ok(after.every((row) => row.expires_at > new Date()), 'only live records remain')
+  t.equal(await createRefreshTokens(db).purge(), 3)
+  t.same((await db.select().from(refreshTokens)).map((row) => row.jti), [live.jti], 'only the usable record remains')
+})
+
+t.test('with reuse detection, the purge keeps revoked records until they expire', async (t) => {
+  const { db } = await freshDatabase(t)
+  const [user] = await db.insert(users).values({ email: 'evidence@example.com', hashed_password: 'x' }).returning()
+  const jti = randomUUID()
+  await db.insert(refreshTokens).values([
+    { jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() + 60_000), revoked: true },
+    { jti: randomUUID(), user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() - 1000), revoked: true }
+  ])
+  const { createRefreshTokens } = await import('../../../db/refresh-tokens.js')
+  t.equal(await createRefreshTokens(db, { reuseDetection: true }).purge(), 1, 'only the expired one')
+  t.same((await db.select().from(refreshTokens)).map((row) => row.jti), [jti])
 })
 
 t.test('the purge runs by itself on its interval', async (t) => {
