@@ -12,6 +12,7 @@ import db from './plugins/db.js'
 import docs from './plugins/docs.js'
 import errors from './plugins/errors.js'
 import health from './plugins/health.js'
+import security from './plugins/security.js'
 import { validatorCompiler } from './plugins/validation.js'
 
 declare module 'fastify' {
@@ -29,7 +30,7 @@ export interface BuildOptions extends FastifyServerOptions {
 
 /**
  * The whole service as one Fastify instance. The registration order below is the product's
- * architecture: infrastructure first (errors, cors, docs, db, auth), then the profiles under /api/v1:
+ * architecture: infrastructure first (errors, cors, docs, security headers, db, auth), then the profiles under /api/v1:
  * health, the catalog, accounts, and one generic resource per name in RESOURCES.
  * Tests call this with explicit settings; server.ts with the environment's.
  */
@@ -50,6 +51,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   await app.register(errors)
   await app.register(cors, { origins: config.BACKEND_CORS_ORIGINS })
   await app.register(docs)
+  await app.register(security)
   const migrate = config.CREATE_TABLES_ON_STARTUP
   await app.register(db, database ? { client: database, migrate } : { url: config.DATABASE_URL, migrate })
 
