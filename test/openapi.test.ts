@@ -1,0 +1,71 @@
+import { Validator } from '@seriousme/openapi-schema-validator'
+import t from 'tap'
+import { build } from './helper.js'
+
+// What client generators and Swagger UI read: it must be a valid OpenAPI 3.1 document, and every
+// operation must say what it answers when it fails.
+
+type Operation = {
+  operationId?: string
+  summary?: string
+  tags?: string[]
+  security?: unknown[]
+  parameters?: Array<{ in: string }>
+  requestBody?: { content: Record<string, { schema: Record<string, unknown>, examples?: unknown }> }
+  responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>
+}
+
+const app = await build(t, { RESOURCES: ['records', 'notes'] })
+const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json()
+const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>)
+  .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation, name: `${method.toUpperCase()} ${path}` })))
+
+t.test('the document passes the OpenAPI 3.1 schema validator with zero errors', async (t) => {
+  const validator = new Validator()
+  const result = await validator.validate(structuredClone(doc))
+  t.same(result.errors ?? [], [], 'no errors')
+  t.equal(result.valid, true)
+  t.equal(validator.version, '3.1')
+})
+
+t.test('every operation has a unique operationId, a summary and tags', async (t) => {
+  t.ok(operations.length >= 20, `${operations.length} operations`)
+  const ids = operations.map(({ operation }) => operation.operationId)
+  t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  for (const { name, operation } of operations) {
+    t.match(operation.operationId, /^[a-z][A-Za-z]+$/, `${name}: operationId`)
+    t.ok(operation.summary && operation.summary.length > 5, `${name}: summary`)
+    t.ok(operation.tags?.length, `${name}: tags`)
+  }
+})
+
+t.test('error responses are documented where they can occur, as problem documents', async (t) => {
+  for (const { name, path, operation } of operations) {
+    if (path.startsWith('/docs')) continue
+    const statuses = Object.keys(operation.responses)
+    const hasInput = operation.requestBody || operation.parameters?.length
+    if (operation.security?.length) t.ok(statuses.includes('401'), `${name}: 401`)
+    if (hasInput) t.ok(statuses.includes('422'), `${name}: 422`)
+    if (/\{[a-z_]+_id\}$/.test(path)) t.ok(statuses.includes('404'), `${name}: 404`)
+    for (const status of statuses.filter((status) => Number(status) >= 400)) {
+      const content = operation.responses[status]?.content ?? {}
+      const schema = Object.values(content)[0]?.schema
+      t.match(schema?.$ref, /^#\/components\/schemas\/(Validation)?Problem$/, `${name}: ${status} is a problem document`)
+    }
+  }
+  const byId = (id: string) => operations.find(({ operation }) => operation.operationId === id)!.operation
+  t.ok(byId('register').responses['409'], 'register: 409')
+  t.ok(byId('login').responses['429'], 'login: 429')
+  t.ok(byId('listUsers').responses['403'], 'listUsers: 403')
+})
+
+t.test('the main request bodies carry examples', async (t) => {
+  for (const id of ['register', 'login', 'refresh', 'createItem', 'updateItem', 'createRecords', 'updateRecords', 'updateMe']) {
+    const { operation } = operations.find(({ operation }) => operation.operationId === id) ?? {}
+    t.ok(operation, id)
+    const media = Object.values(operation?.requestBody?.content ?? {})[0]
+    const properties = (media?.schema.properties ?? {}) as Record<string, { examples?: unknown[] }>
+    const examples = media?.examples ?? media?.schema.examples ?? Object.values(properties).filter((property) => property.examples)
+    t.ok(Array.isArray(examples) ? examples.length > 0 : examples, `${id}: its body has examples`)
+  }
+})
