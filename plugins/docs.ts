@@ -10,6 +10,19 @@ export interface DocsOptions {
   scopes?: Record<string, string>
 }
 
+type ObjectSchema = { properties?: Record<string, { default?: unknown }>, required?: string[] }
+
+/**
+ * A query parameter with a default may be left out: Ajv fills it in before `required` is checked,
+ * so the document must not call it required (generated clients would insist on it). A copy: the
+ * route keeps its own schema for validation.
+ */
+function optionalDefaults (querystring: unknown) {
+  const { properties, required } = (querystring ?? {}) as ObjectSchema
+  if (!properties || !required) return querystring
+  return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the route schemas, and Swagger UI at /docs whose
  * Authorize button logs in through the password flow.
@@ -37,6 +50,7 @@ async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
         }
       }
     },
+    transform: ({ schema, url }) => ({ url, schema: schema && { ...schema, querystring: optionalDefaults(schema.querystring) } }),
     // Shared schemas keep their `$id` as component name: `#/components/schemas/Problem`, not `def-0`.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`)
