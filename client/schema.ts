@@ -280,18 +280,15 @@ export interface components {
          * @description RFC 9457 problem document
          */
         Problem: {
-            /** @example about:blank */
+            /** @description Always about:blank: the status and code say what happened */
             type: string;
-            /** @example Not Found */
+            /** @description The HTTP status phrase */
             title: string;
-            /** @example 404 */
+            /** @description The HTTP status, repeated */
             status: number;
-            /** @example item 7 not found */
+            /** @description What went wrong with this request, for people */
             detail: string;
-            /**
-             * @description Stable machine-readable error name
-             * @example CATALOG_ITEM_NOT_FOUND
-             */
+            /** @description Stable machine-readable error name, e.g. AUTH_NOT_AUTHENTICATED */
             code: string;
         };
         /**
@@ -299,18 +296,15 @@ export interface components {
          * @description Problem document of a request that failed its schema
          */
         ValidationProblem: {
-            /** @example about:blank */
+            /** @description Always about:blank: the status and code say what happened */
             type: string;
-            /** @example Not Found */
+            /** @description The HTTP status phrase */
             title: string;
-            /** @example 404 */
+            /** @description The HTTP status, repeated */
             status: number;
-            /** @example item 7 not found */
+            /** @description What went wrong with this request, for people */
             detail: string;
-            /**
-             * @description Stable machine-readable error name
-             * @example CATALOG_ITEM_NOT_FOUND
-             */
+            /** @description Stable machine-readable error name, e.g. AUTH_NOT_AUTHENTICATED */
             code: string;
             errors: {
                 /**
@@ -456,13 +450,13 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -494,22 +488,22 @@ export interface operations {
                     "application/json": components["schemas"]["ItemPage"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -545,31 +539,31 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The body is not parseable JSON or form data */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -595,31 +589,31 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -643,31 +637,31 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -705,40 +699,40 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The body is not parseable JSON or form data */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -773,22 +767,22 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The email is already registered */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -844,40 +838,40 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Too many failed logins; retry after Retry-After seconds */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -910,31 +904,31 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -965,22 +959,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1001,22 +995,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1039,22 +1033,22 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1090,40 +1084,40 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The email is already registered */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1146,22 +1140,22 @@ export interface operations {
                     "application/json": components["schemas"]["Scopes"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1188,31 +1182,31 @@ export interface operations {
                     "application/json": components["schemas"]["UserPage"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1237,40 +1231,40 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1293,40 +1287,40 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1366,49 +1360,49 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The email is already registered */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
         };
@@ -1436,22 +1430,22 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"][];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1483,31 +1477,31 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The body is not parseable JSON or form data */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1533,31 +1527,31 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1592,40 +1586,40 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The body is not parseable JSON or form data */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1649,31 +1643,31 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description RFC 9457 problem document */
+            /** @description No such record */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem document of a request that failed its schema */
+            /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description RFC 9457 problem document */
+            /** @description The database is unreachable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

@@ -31,7 +31,7 @@ t.test('shared schemas are components with readable names, referenced by routes'
   t.equal(ready.operationId, 'getReadiness')
   t.same(ready.tags, ['health'])
   t.equal(ready.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Health')
-  t.equal(ready.responses['503'].content['application/json'].schema.$ref, '#/components/schemas/Problem')
+  t.equal(ready.responses['503'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem', 'errors are documented with the media type they are sent with')
 })
 
 t.test('every route in the document has an operationId, a summary and tags', async (t) => {

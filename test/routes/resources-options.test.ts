@@ -140,7 +140,7 @@ t.test('the OpenAPI document names each operation, tag and schema after the reso
   }
   const getRecord = doc.paths['/api/v1/records/{records_id}'].get
   t.equal(getRecord.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/RecordsRecord')
-  t.equal(getRecord.responses['404'].content['application/json'].schema.$ref, '#/components/schemas/Problem')
+  t.equal(getRecord.responses['404'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem')
   t.ok(doc.paths['/api/v1/records/{records_id}'].delete.responses['204'], '204 documented')
   const limit = doc.paths['/api/v1/records'].get.parameters.find((p: { name: string }) => p.name === 'limit')
   t.equal(limit.schema.default, 100, 'a default page of 100')
