@@ -1,0 +1,124 @@
+import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
+import { chromium, type Locator, type Page } from 'playwright-core'
+import t from 'tap'
+import { startServer } from '../server-process.js'
+
+const chromiumPath = '/usr/bin/chromium'
+const output = new URL('./output/', import.meta.url).pathname
+const email = 'swagger.user@example.com'
+const password = 'correct-horse-battery'
+
+/** Screenshot of the viewport or of one operation, named after the step, for a human to check. */
+async function shot (target: Page | Locator, step: string) {
+  await target.screenshot({ path: `${output}${step}.png` })
+}
+
+/**
+ * Expands one operation, presses "Try it out" and "Execute" (after `body`, when given, replaces
+ * the example JSON), and returns the example it replaced and what the page shows as the response:
+ * status cell and body text.
+ */
+async function tryOperation (page: Page, opblockId: string, method: string, path: string, body?: string) {
+  const block = page.locator(`#${opblockId}`)
+  await block.locator('.opblock-summary-control').click()
+  await block.getByRole('button', { name: 'Try it out' }).click()
+  const textarea = block.locator('textarea.body-param__text')
+  const example = body === undefined ? undefined : await textarea.inputValue()
+  if (body !== undefined) await textarea.fill(body)
+  const [response] = await Promise.all([
+    page.waitForResponse((res) => res.request().method() === method && new URL(res.url()).pathname === path),
+    block.getByRole('button', { name: 'Execute' }).click()
+  ])
+  const live = block.locator('.live-responses-table .response')
+  return {
+    block,
+    example,
+    request: response.request(),
+    status: (await live.locator('.response-col_status').innerText()).trim(),
+    body: await live.locator('.response-col_description pre').first().innerText()
+  }
+}
+
+t.test('Swagger UI logs in through the password flow and calls the API with the token', {
+  skip: existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
+}, async (t) => {
+  await mkdir(output, { recursive: true })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret' })
+  const base = await server.listening
+  const registered = await fetch(`${base}/api/v1/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password })
+  })
+  t.equal(registered.status, 201, 'the user is registered through the API')
+
+  // Chromium's sandbox refuses to start as root (CI containers run as root) unless disabled.
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: process.getuid?.() === 0 ? ['--no-sandbox'] : []
+  })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  page.setDefaultTimeout(30_000)
+  // CSP violations, script errors and 4xx/5xx answers all land here as console errors.
+  const consoleErrors: string[] = []
+  page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()) })
+  page.on('pageerror', (err) => consoleErrors.push(err.message))
+
+  await page.goto(`${base}/docs`)
+  await page.locator('#operations-users-getMe').waitFor()
+  const authorize = page.locator('.auth-wrapper').getByRole('button', { name: 'Authorize' })
+  t.match(await authorize.getAttribute('class'), /\bunlocked\b/, 'the Authorize button starts unlocked')
+  await shot(page, '01-docs-loaded')
+
+  await authorize.click()
+  const dialog = page.locator('.dialog-ux .modal-ux')
+  await dialog.locator('#oauth_username').fill(email)
+  await dialog.locator('#oauth_password').fill(password)
+  await shot(page, '02-authorize-dialog-filled')
+  const [login] = await Promise.all([
+    page.waitForResponse((res) => new URL(res.url()).pathname === '/api/v1/auth/login'),
+    // Its accessible name is an aria-label ("Apply given OAuth2 credentials"); the text is what users see.
+    dialog.locator('button', { hasText: /^Authorize$/ }).click()
+  ])
+  t.equal(login.status(), 200, 'the password flow logs in')
+  t.match(login.request().headers()['content-type'], /^application\/x-www-form-urlencoded/, 'the login is form-encoded')
+  t.match(Object.fromEntries(new URLSearchParams(login.request().postData() ?? '')), { grant_type: 'password', username: email, password }, 'with the dialog\'s fields')
+  await dialog.locator('button', { hasText: /^Logout$/ }).waitFor()
+  t.match(await dialog.innerText(), /Authorized/, 'the dialog shows the scheme as authorized')
+  await shot(page, '03-authorized')
+  await dialog.locator('button', { hasText: /^Close$/ }).click()
+  await dialog.waitFor({ state: 'detached' })
+
+  const me = await tryOperation(page, 'operations-users-getMe', 'GET', '/api/v1/users/me')
+  t.match(me.request.headers().authorization, /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/, '/users/me carries the access token')
+  t.equal(me.status, '200', 'the page shows status 200 for /users/me')
+  t.equal(JSON.parse(me.body).email, email, 'the page shows the user\'s email')
+  await shot(me.block, '04-users-me-200')
+
+  const item = { name: 'Browser lamp', description: 'Created from Swagger UI', price: 19.5, in_stock: false }
+  const created = await tryOperation(page, 'operations-items-createItem', 'POST', '/api/v1/items', JSON.stringify(item, null, 2))
+  t.match(created.example, /"name": "Desk lamp"/, 'the body textarea held the schema\'s example')
+  t.equal(created.status, '201', 'the page shows status 201 for POST /items')
+  const shown = JSON.parse(created.body)
+  t.match(shown, { ...item, id: Number }, 'the page shows the created item')
+  await shot(created.block, '05-item-created-201')
+  const stored = await fetch(`${base}/api/v1/items/${shown.id}`)
+  t.match(await stored.json(), item, 'the item is stored')
+
+  await page.reload()
+  // The lock is restored from localStorage once the document has loaded: wait for it, bounded.
+  const locked = await page.locator('.auth-wrapper .authorize.locked').waitFor({ timeout: 15_000 }).then(() => true, () => false)
+  t.ok(locked, 'the Authorize button shows the lock after a reload')
+  // Chromium restores the scroll position on reload; bring the button back into the screenshot.
+  await authorize.scrollIntoViewIfNeeded()
+  await shot(page, '06-reloaded-still-authorized')
+  const again = await tryOperation(page, 'operations-users-getMe', 'GET', '/api/v1/users/me')
+  t.equal(again.status, '200', '/users/me still answers 200 after the reload')
+  t.equal(JSON.parse(again.body).email, email, 'the page shows the email again')
+  t.equal(again.request.headers().authorization, me.request.headers().authorization, 'with the token obtained before the reload')
+  await shot(again.block, '07-users-me-after-reload')
+
+  t.same(consoleErrors, [], 'no console errors (CSP violations, script errors, failed requests)')
+})
