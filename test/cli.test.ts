@@ -1,0 +1,259 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { createInterface } from 'node:readline'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { getTableName, is, sql, type SQL } from 'drizzle-orm'
+import { PgTable } from 'drizzle-orm/pg-core'
+import t, { type Test } from 'tap'
+import { buildApp, type App } from '../app.js'
+import { ConfigSchema } from '../config.js'
+import { connect, type DatabaseClient } from '../db/client.js'
+import * as schema from '../db/schema.js'
+import { PASSWORD, TEST_DATABASE_URL, bearer, build, freshPostgresUrl, login, register } from './helper.js'
+
+const cliTs = new URL('../cli.ts', import.meta.url).pathname
+// As test/server-process.ts does for server.ts: the same TypeScript loader, none of our settings.
+const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in ConfigSchema.properties)))
+const command = [process.execPath, ...loader, cliTs]
+const UNREACHABLE = 'postgres://plinth@127.0.0.1:1/none'
+
+interface Run { code: number | null, stdout: string, stderr: string }
+
+/** `plinth ...args` in a child process, `input` piped to its stdin and then closed. */
+async function plinth (args: string[], { env = {}, input = '' }: { env?: Record<string, string>, input?: string } = {}): Promise<Run> {
+  const child = spawn(command[0]!, [...command.slice(1), ...args], { env: { ...baseEnv, ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stdin.end(input)
+  const [code] = await once(child, 'close') as [number | null]
+  return { code, stdout, stderr }
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false)
+
+async function rows<T> (client: DatabaseClient, query: SQL): Promise<T[]> {
+  // postgres.js answers with the rows, PGlite with { rows }.
+  const result = await client.db.execute(query) as unknown
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows)
+}
+
+/** The app in this process on the database the CLI wrote, closed (PGlite: one process at a time) before `use` returns. */
+async function withApp (url: string, use: (app: App) => Promise<void>) {
+  const database = await connect(url)
+  const app = await buildApp({}, { logger: false, database })
+  try {
+    await use(app)
+  } finally {
+    await app.close()
+    await database.close()
+  }
+}
+
+const loginForm = (email: string, password: string) => ({
+  method: 'POST' as const,
+  url: '/api/v1/auth/login',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  payload: new URLSearchParams({ username: email, password }).toString()
+})
+
+/** A place no process has opened yet: a PGlite folder to be, or a new PostgreSQL database. */
+async function newDatabase (t: Test) {
+  if (TEST_DATABASE_URL) return freshPostgresUrl(t)
+  const dir = await mkdtemp('/tmp/plinth-cli-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return `pglite://${dir}/data`
+}
+
+/** A PGlite folder that must still not exist after a refused command: it proves the database was never opened. */
+async function untouched (t: Test) {
+  const dir = await mkdtemp('/tmp/plinth-cli-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return { env: { DATABASE_URL: `pglite://${dir}/data` }, opened: () => exists(`${dir}/data`) }
+}
+
+t.test('--help is usage on stdout with 0; no command, an unknown one or a bad option, usage on stderr with 2', async (t) => {
+  const [help, none, unknown, badOption] = await Promise.all([
+    plinth(['--help']), plinth([]), plinth(['frobnicate']), plinth(['migrate', '--force'])
+  ])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^Usage: plinth <command>/)
+  t.match(help.stdout, /create-superuser --email EMAIL/)
+  t.equal(help.stderr, '')
+  t.same([none.code, none.stdout], [2, ''])
+  t.equal(none.stderr, `plinth: no command given\n\n${help.stdout}`)
+  t.same([unknown.code, unknown.stdout], [2, ''])
+  t.equal(unknown.stderr, `plinth: unknown command "frobnicate"\n\n${help.stdout}`)
+  t.equal(badOption.code, 2)
+  t.match(badOption.stderr, /^plinth: migrate: Unknown option '--force'/)
+})
+
+t.test('--password is refused in either form, before anything is read or opened', async (t) => {
+  const target = await untouched(t)
+  const runs = await Promise.all([['--password', 'hunter2-secret'], ['--password=hunter2-secret']].map((flag) =>
+    plinth(['create-superuser', '--email', 'root@example.com', ...flag], { env: target.env, input: `${PASSWORD}\n` })))
+  for (const run of runs) {
+    t.equal(run.code, 2)
+    t.equal(run.stdout, '')
+    t.match(run.stderr, /^plinth: --password is refused: a password on the command line shows in the process list and the shell history/)
+    t.notMatch(run.stderr, /hunter2/, 'the password is not repeated')
+  }
+  t.notOk(await target.opened(), 'no database opened')
+})
+
+t.test('create-superuser refuses a bad email or password with 2, before opening the database', async (t) => {
+  const target = await untouched(t)
+  const cases: Array<[string, string[], string, Record<string, string>?]> = [
+    ['plinth: invalid email: must match format "email"\n', ['--email', 'not-an-email'], `${PASSWORD}\n`],
+    ['plinth: invalid password: must NOT have fewer than 12 characters (PASSWORD_MIN_LENGTH is 12)\n', ['--email', 'a@example.com'], 'eleven-char\n', { PASSWORD_MIN_LENGTH: '12' }],
+    ['plinth: stdin must hold the password alone, on one line\n', ['--email', 'a@example.com'], `${PASSWORD}\n${PASSWORD}\n`]
+  ]
+  const [noEmail, ...runs] = await Promise.all([
+    plinth(['create-superuser'], { env: target.env }),
+    ...cases.map(([, args, input, env]) => plinth(['create-superuser', ...args], { input, env: { ...target.env, ...env } }))
+  ])
+  runs.forEach((run, i) => t.same(run, { code: 2, stdout: '', stderr: cases[i]![0] }, cases[i]![0]))
+  t.equal(noEmail?.code, 2)
+  t.match(noEmail?.stderr, /^plinth: create-superuser needs --email EMAIL\n\nUsage: plinth/)
+  t.notOk(await target.opened(), 'no database opened')
+})
+
+t.test('an unreachable database or a bad setting is one line on stderr and exit 1', async (t) => {
+  const [down, badSetting] = await Promise.all([
+    plinth(['migrate'], { env: { DATABASE_URL: UNREACHABLE } }),
+    plinth(['migrate'], { env: { RESOURCES: 'users' } })
+  ])
+  t.same(down, { code: 1, stdout: '', stderr: 'plinth: cannot reach the database of DATABASE_URL: connect ECONNREFUSED 127.0.0.1:1\n' })
+  t.equal(badSetting.code, 1)
+  t.match(badSetting.stderr, /^plinth: invalid configuration: RESOURCES: "users" is a table of the service [^\n]*\n$/)
+})
+
+t.test('openapi prints the document the server serves, without a database', async (t) => {
+  const env = { RESOURCES: 'records,notes', DATABASE_URL: UNREACHABLE }
+  const [run, app] = await Promise.all([plinth(['openapi'], { env }), build(t, { RESOURCES: ['records', 'notes'] })])
+  t.equal(run.code, 0, run.stderr)
+  t.equal(run.stderr, '')
+  const doc = JSON.parse(run.stdout)
+  t.match(doc.openapi, /^3\.1\.\d+$/)
+  for (const path of ['/api/v1/health', '/api/v1/auth/login', '/api/v1/users/me', '/api/v1/items/{item_id}', '/api/v1/notes/{notes_id}']) {
+    t.ok(doc.paths[path], `has ${path}`)
+  }
+  const served = await app.inject({ method: 'GET', url: '/docs/json' })
+  t.same(doc, served.json(), 'the same document as /docs/json')
+  const validation = await new Validator().validate(doc)
+  t.ok(validation.valid, JSON.stringify(validation.errors))
+})
+
+// From here on, one database that each command leaves to the next, as an operator would use it.
+const url = await newDatabase(t)
+const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table))
+
+t.test('migrate on a new database applies every migration and creates the RESOURCES tables', async (t) => {
+  const run = await plinth(['migrate'], { env: { DATABASE_URL: url, RESOURCES: 'records,notes' } })
+  t.same(run, { code: 0, stdout: `migrations applied, resource tables ready: records, notes (${TEST_DATABASE_URL ? 'postgres' : 'pglite'})\n`, stderr: '' })
+  const journal = JSON.parse(await readFile(new URL('../db/migrations/meta/_journal.json', import.meta.url), 'utf8'))
+  const client = await connect(url)
+  t.teardown(() => client.close())
+  const tables = await rows<{ name: string }>(client, sql`select table_name as name from information_schema.tables where table_schema = 'public'`)
+  t.same(tables.map((row) => row.name).sort(), [...declared, 'notes', 'records'].sort())
+  const [applied] = await rows<{ n: number }>(client, sql`select count(*)::int as n from drizzle.__drizzle_migrations`)
+  t.equal(applied?.n, journal.entries.length)
+})
+
+let adaRefreshToken = ''
+
+t.test('create-superuser with the password on stdin makes an active superuser who can log in', async (t) => {
+  const run = await plinth(['create-superuser', '--email', 'Root@Example.com'], { env: { DATABASE_URL: url }, input: `${PASSWORD}\n` })
+  t.same(run, { code: 0, stdout: 'created superuser root@example.com (id 1)\n', stderr: '' })
+  await withApp(url, async (app) => {
+    const session = await login(app, 'root@example.com')
+    const users = await app.inject({ method: 'GET', url: '/api/v1/users', headers: session.headers })
+    t.equal(users.statusCode, 200, 'a superuser-only route')
+    t.match(users.json().items, [{ email: 'root@example.com', is_active: true, is_superuser: true, scopes: ['me'] }])
+    // An ordinary account, logged in, for the next test to promote.
+    await register(app, 'ada@example.com')
+    adaRefreshToken = (await login(app, 'ada@example.com')).refresh_token
+  })
+})
+
+t.test('create-superuser on an existing account promotes it, replaces its password and ends its sessions', async (t) => {
+  const password = 'a brand new passphrase'
+  const run = await plinth(['create-superuser', '--email', 'ADA@example.com'], { env: { DATABASE_URL: url }, input: `${password}\r\n` })
+  t.same(run, {
+    code: 0,
+    stdout: 'existing account ada@example.com (id 2) promoted to active superuser; password replaced, 1 refresh token(s) revoked\n',
+    stderr: ''
+  })
+  await withApp(url, async (app) => {
+    t.equal((await app.inject(loginForm('ada@example.com', PASSWORD))).statusCode, 401, 'the old password no longer works')
+    const session = await login(app, 'ada@example.com', password)
+    t.equal((await app.inject({ method: 'GET', url: '/api/v1/users', headers: session.headers })).statusCode, 200)
+    const refresh = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: adaRefreshToken } })
+    t.equal(refresh.statusCode, 401, 'the session opened with the old password is over')
+  })
+})
+
+// util-linux `script` gives the CLI a terminal, so the prompt path runs as an operator meets it.
+const hasScript = spawnSync('script', ['--version']).status === 0
+const shellQuote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`
+
+/** create-superuser on a pseudo-terminal, answering each password prompt in turn; `output` is the whole terminal. */
+async function onTerminal (email: string, answers: string[]) {
+  const child = spawn('script', ['-qefc', [...command, 'create-superuser', '--email', email].map(shellQuote).join(' '), '/dev/null'], {
+    env: { ...baseEnv, DATABASE_URL: url }
+  })
+  let output = ''
+  let answered = 0
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk
+    // Answer a prompt only once it shows: the CLI turns echo off before it prompts.
+    const prompts = output.match(/Password[^:\n]*: /g)?.length ?? 0
+    while (answered < Math.min(prompts, answers.length)) child.stdin.write(`${answers[answered++]}\r`)
+  })
+  const [code] = await once(child, 'close') as [number | null]
+  return { code, output }
+}
+
+t.test('on a terminal the password is asked twice without echo', { skip: !hasScript && 'needs util-linux script' }, async (t) => {
+  const differ = await onTerminal('tty@example.com', ['first secret 123', 'second secret 456'])
+  t.equal(differ.code, 2)
+  t.match(differ.output, /Password: \r?\nPassword \(again\): \r?\nplinth: the two passwords differ/)
+  t.notMatch(differ.output, /secret/, 'nothing typed is shown')
+
+  const typed = await onTerminal('tty@example.com', ['typed at the prompt', 'typed at the prompt'])
+  t.equal(typed.code, 0, typed.output)
+  t.match(typed.output, /created superuser tty@example\.com \(id \d+\)/)
+  t.notMatch(typed.output, /typed at/)
+  await withApp(url, async (app) => {
+    t.equal((await app.inject(loginForm('tty@example.com', 'typed at the prompt'))).statusCode, 200, 'the typed password is the password')
+  })
+})
+
+t.test('serve answers /api/v1/health and exits 0 on SIGTERM', async (t) => {
+  const child = spawn(command[0]!, [...command.slice(1), 'serve'], {
+    env: { ...baseEnv, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const exited = once(child, 'exit')
+  const base = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const address = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(String(JSON.parse(line).msg))?.[1]
+      if (address) resolve(address)
+    })
+    exited.then(([code]) => reject(new Error(`serve exited with ${code}`)), reject)
+  })
+  const health = await fetch(`${base}/api/v1/health`)
+  t.same([health.status, await health.json()], [200, { status: 'ok' }])
+  const loggedIn = await fetch(`${base}/api/v1/auth/login`, {
+    method: 'POST', body: new URLSearchParams({ username: 'root@example.com', password: PASSWORD })
+  })
+  t.equal(loggedIn.status, 200, 'on the database the other commands prepared')
+  const { access_token: token } = await loggedIn.json() as { access_token: string }
+  const me = await fetch(`${base}/api/v1/users/me`, { headers: bearer(token) })
+  t.match(await me.json(), { email: 'root@example.com', is_superuser: true })
+  child.kill('SIGTERM')
+  t.same(await exited, [0, null])
+})
