@@ -15,6 +15,8 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     RESOURCES: ['records'],
     PASSWORD_MIN_LENGTH: 8,
     LOGIN_MAX_FAILURES: 10,
+    REFRESH_REUSE_DETECTION: false,
+    PURGE_INTERVAL_SECONDS: 3600,
     WORKERS: 1,
     BODY_LIMIT: 1048576,
     LOG_LEVEL: 'info'
