@@ -10,7 +10,7 @@ import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
 import docs from './plugins/docs.js'
-import errors from './plugins/errors.js'
+import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
 import security from './plugins/security.js'
 import { validatorCompiler } from './plugins/validation.js'
@@ -42,6 +42,10 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     routerOptions: { ignoreTrailingSlash: true },
     // A new PGlite folder initialises its cluster on first open: 5 to 15 s on this machine.
     pluginTimeout: 60_000,
+    // Errors raised before routing (a URL that does not decode, bytes that are not HTTP) get the
+    // same problem document as every other error.
+    frameworkErrors: problemErrorHandler,
+    clientErrorHandler,
     ...options
   }).withTypeProvider<TypeBoxTypeProvider>()
 

@@ -1,8 +1,9 @@
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
-import { NO_NUL_PATTERN, addSchemas } from '../schemas/common.js'
+import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
@@ -13,7 +14,9 @@ const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_BODY',
   FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_BODY',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_BODY'
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_BODY',
+  FST_ERR_BAD_URL: 'MALFORMED_URL',
+  FST_ERR_MAX_PARAM_LENGTH: 'PATH_PARAMETER_TOO_LONG'
 }
 
 /** `404` -> `NOT_FOUND`: the code of an error that brought no code of its own. */
@@ -28,9 +31,18 @@ function pointer (context: string | undefined, error: ValidationError): string {
   return `/${context ?? 'request'}${error.instancePath}${missing}`
 }
 
-function message (error: ValidationError): string {
+const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u
+
+/** Which of the two things TEXT_PATTERN refuses the value has (the validators are verbose, so it is there). */
+function textMessage (data: unknown) {
+  return typeof data === 'string' && !data.includes('\u0000') && UNPAIRED_SURROGATE.test(data)
+    ? 'must not contain unpaired surrogates'
+    : 'must not contain NUL characters'
+}
+
+function message (error: ValidationError & { data?: unknown }): string {
   if (error.keyword === 'required') return 'is required'
-  if (error.keyword === 'pattern' && error.params.pattern === NO_NUL_PATTERN) return 'must not contain NUL characters'
+  if (error.keyword === 'pattern' && error.params.pattern === TEXT_PATTERN) return textMessage(error.data)
   return error.message ?? 'is invalid'
 }
 
@@ -71,12 +83,35 @@ function sendProblem (reply: FastifyReply, body: Problem) {
 /**
  * Renders any error as a problem document. The errors plugin sets it at the root; each profile
  * also sets it on its own context, so its routes keep their error contract in any host app.
+ * It is also Fastify's `frameworkErrors` option: a URL that does not decode (`/items/%ZZ`) or a
+ * path parameter longer than the router takes fails before routing, where no handler applies.
  */
 export function problemErrorHandler (this: unknown, error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
   const body = toProblem(error, request)
   // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
   if (error.headers && body.status < 500) reply.headers(error.headers)
   return sendProblem(reply, body)
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'HEADERS_TOO_LARGE'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT']
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: bytes that Node's HTTP parser refuses never become a
+ * request, so this writes the problem document to the socket itself, then closes it.
+ */
+export function clientErrorHandler (error: Error & { code?: string, reason?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, code] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'MALFORMED_REQUEST']
+  const reason = status === 400 && error.reason ? `: ${error.reason}` : ''
+  const body = JSON.stringify(problem(status, code, `The request is not valid HTTP/1.1${reason}`))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(error)
 }
 
 /**
@@ -91,6 +126,13 @@ async function errorsPlugin (app: FastifyInstance) {
 
   app.setNotFoundHandler(function routeNotFound (request, reply) {
     return sendProblem(reply, problem(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url} not found`))
+  })
+
+  // Node answers an Expect other than 100-continue with a bare 417 of its own, unless asked here.
+  app.server.on('checkExpectation', function expectationFailed (request: IncomingMessage, response: ServerResponse) {
+    const body = JSON.stringify(problem(417, 'EXPECTATION_FAILED', 'Only "Expect: 100-continue" is supported'))
+    response.writeHead(417, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    response.end(body)
   })
 }
 

@@ -8,8 +8,9 @@ import type {
 } from 'fastify'
 
 // Fastify's defaults, minus one: a JSON body is never coerced ("price": "5" is refused, not read as 5),
-// while query strings and path parameters, which are text by nature, are.
-const common: Options = { useDefaults: true, removeAdditional: true, allErrors: false }
+// while query strings and path parameters, which are text by nature, are. Verbose errors carry
+// the refused value, so a message can say which character of a text was the problem.
+const common: Options = { useDefaults: true, removeAdditional: true, allErrors: false, verbose: true }
 
 function ajv (options: Options) {
   // Draft 2019-09 rather than Fastify's draft-07: it knows dependentRequired, as OpenAPI 3.1 does.

@@ -12,10 +12,14 @@ export const PG_INT_MAX = 2147483647
 export const Id = (options: { description?: string } = {}) =>
   Type.Integer({ minimum: 1, maximum: PG_INT_MAX, ...options })
 
-/** PostgreSQL cannot store NUL in text, so it is refused at validation (422), not by the driver. */
-export const NO_NUL_PATTERN = '^[^\\u0000]*$'
+/**
+ * Text PostgreSQL can store: no NUL, and no unpaired UTF-16 surrogate (JSON's `"\\ud800"`), which
+ * has no UTF-8 form. Both are refused at validation (422), not by the driver: PGlite even counts
+ * a surrogate after a non-ASCII letter wrong and sends the server a corrupt query (a 500).
+ */
+export const TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
 
-export const Text = (options: StringOptions = {}) => Type.String({ pattern: NO_NUL_PATTERN, ...options })
+export const Text = (options: StringOptions = {}) => Type.String({ pattern: TEXT_PATTERN, ...options })
 
 export const Timestamp = (options: { description?: string } = {}) =>
   Type.Unsafe<Date | string>(Type.String({ format: 'date-time', ...options }))

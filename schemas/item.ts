@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Id, NO_NUL_PATTERN, Text, Timestamp, ref } from './common.js'
+import { Id, TEXT_PATTERN, Text, Timestamp, ref } from './common.js'
 import { pageOf } from './page.js'
 
 export const ITEM_NAME_MAX = 128
@@ -10,7 +10,7 @@ const Name = () => Text({ minLength: 1, maxLength: ITEM_NAME_MAX, examples: ['De
 const Description = () => Type.Unsafe<string | null>({
   type: ['string', 'null'],
   maxLength: ITEM_DESCRIPTION_MAX,
-  pattern: NO_NUL_PATTERN,
+  pattern: TEXT_PATTERN,
   examples: ['Brass, with a linen shade']
 })
 const Price = () => Type.Number({ minimum: 0, examples: [12.5] })

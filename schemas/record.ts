@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Id, NO_NUL_PATTERN, Text } from './common.js'
+import { Id, TEXT_PATTERN, Text } from './common.js'
 
 export const RECORD_TITLE_MAX = 255
 // Bounds a list page too: 1000 records of this size are about 10 MB.
@@ -19,7 +19,7 @@ const Title = () => Text({ minLength: 1, maxLength: RECORD_TITLE_MAX, examples: 
 const Description = () => Type.Unsafe<string | null>({
   type: ['string', 'null'],
   maxLength: RECORD_DESCRIPTION_MAX,
-  pattern: NO_NUL_PATTERN,
+  pattern: TEXT_PATTERN,
   examples: ['Semi-skimmed, two litres']
 })
 

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { connect, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.js'
 import { Text } from '../../schemas/common.js'
@@ -145,4 +146,34 @@ t.test('an unreachable database is 503 with Retry-After', async (t) => {
   const body = assertProblem(t, res, 503, 'DATABASE_UNAVAILABLE')
   t.equal(res.headers['retry-after'], '5')
   t.notMatch(body.detail, /ECONNREFUSED|select/)
+})
+
+t.test('text with an unpaired surrogate is 422 naming it (PostgreSQL cannot store it)', async (t) => {
+  const { app } = await setup(t)
+  const res = await app.inject({ method: 'POST', url: '/t/echo', headers: { 'content-type': 'application/json' }, payload: '{"name":"é\\ud800","price":1}' })
+  t.same(assertProblem(t, res, 422, 'VALIDATION_FAILED').errors, [{ path: '/body/name', message: 'must not contain unpaired surrogates' }])
+})
+
+t.test('a URL that does not decode is 400 before routing, as a problem document', async (t) => {
+  const { app } = await setup(t)
+  const res = await app.inject({ method: 'GET', url: '/api/v1/items/%ZZ' })
+  assertProblem(t, res, 400, 'MALFORMED_URL')
+})
+
+t.test('over a socket, bytes that are not HTTP and an unknown Expect get problem documents', async (t) => {
+  const { app } = await setup(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const exchange = (bytes: string) => new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(bytes))
+    let answer = ''
+    socket.setEncoding('latin1').on('data', (chunk) => { answer += chunk }).on('close', () => resolve(answer)).on('error', reject)
+  })
+  const garbage = await exchange('NOT HTTP AT ALL\r\n\r\n')
+  t.match(garbage, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.match(garbage, /content-type: application\/problem\+json/i)
+  t.match(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)), { status: 400, code: 'MALFORMED_REQUEST' })
+  const expect = await exchange('GET /api/v1/health HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n')
+  t.match(expect, /^HTTP\/1\.1 417 /)
+  t.match(JSON.parse(expect.slice(expect.indexOf('\r\n\r\n') + 4)), { status: 417, code: 'EXPECTATION_FAILED' })
 })
