@@ -1,12 +1,17 @@
 import cluster from 'node:cluster'
+import { once } from 'node:events'
+import { Server } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { pino, type LoggerOptions } from 'pino'
-import { buildApp } from './app.js'
+import { buildApp, type App } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
 
 const GRACE_MS = 10_000
+// How long a shutdown waits for open connections to finish before closing those still idle.
+const DRAIN_MS = 2_000
 
 function readConfig (): Config {
   try {
@@ -22,7 +27,9 @@ const config = readConfig()
 const loggerOptions: LoggerOptions = {
   level: config.LOG_LEVEL,
   // Request logs carry no headers today; this keeps tokens out if a serializer ever adds them.
-  redact: ['req.headers.authorization', 'req.headers.cookie']
+  redact: ['req.headers.authorization', 'req.headers.cookie'],
+  // A person reads a terminal, a collector reads a pipe: the output decides, never NODE_ENV.
+  ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {})
 }
 const log = pino(loggerOptions)
 
@@ -33,17 +40,41 @@ function warnAboutSecret () {
     : 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart')
 }
 
+/**
+ * Shutdown in order: stop accepting connections, let every request already sent be answered with
+ * `Connection: close`, close the connections still idle, then the app and the database last.
+ * Node's own `server.close()` closes idle-looking keep-alive connections at once, and so cuts off
+ * requests that clients had sent but a busy event loop had not read yet (test/reliability/shutdown
+ * with 32 clients: 3 cut off on PostgreSQL, 32 on PGlite). So the listener is closed alone first,
+ * and Fastify's close (which calls `server.close()`) comes after the drain.
+ */
+async function drainAndClose (app: App) {
+  app.server.prependListener('request', (_request, response) => { response.shouldKeepAlive = false })
+  const drained = once(app.server, 'close')
+  Server.prototype.close.call(app.server)
+  await Promise.race([drained, sleep(DRAIN_MS, undefined, { ref: false })])
+  await app.close()
+}
+
 /** One server process: the app on HOST:PORT, closed gracefully on SIGTERM and SIGINT. */
 async function serve () {
   const app = await buildApp(config, {
     logger: loggerOptions,
-    // Bounds how long a slow client can hold a request open.
-    requestTimeout: 30_000
+    // Bound what a slow or silent client can hold: the headers (10 s), the whole request, a
+    // silent new connection. Keep-alive outlives the 60 s idle timeout of common load balancers,
+    // so they, not we, close an idle connection and never send on one we are closing.
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 72_000,
+    // During a shutdown the database stays open until the last request is answered, so those
+    // requests are served, not refused with Fastify's 503 (which is not a problem document).
+    return503OnClosing: false
   })
+  app.server.headersTimeout = 10_000
   closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ err, signal }) => {
     if (err) app.log.error({ err }, 'closing after an unexpected error')
     else app.log.info({ signal }, 'closing')
-    await app.close()
+    await drainAndClose(app)
   })
   await app.listen({ host: config.HOST, port: config.PORT })
 }

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import t from 'tap'
 import { connectPglite } from '../db/client.js'
@@ -56,4 +58,32 @@ t.test('several workers on PGlite are refused with a clear message', async (t) =
   const [code] = await server.exited
   t.equal(code, 1)
   t.ok(server.logs.some((entry) => entry.level === 60 && /WORKERS > 1 needs PostgreSQL/.test(String(entry.msg))))
+})
+
+t.test('logs are JSON lines on a pipe and pretty on a terminal', async (t) => {
+  const piped = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret' })
+  await piped.listening
+  t.ok(piped.logs.length > 0 && piped.logs.every((entry) => typeof entry.level === 'number' && typeof entry.time === 'number'), 'every stdout line is a pino JSON object')
+  piped.child.kill('SIGTERM')
+  await piped.exited
+
+  // script(1) gives the server a pseudo-terminal as stdout, as a developer's shell would.
+  const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript')).join(' ')
+  const command = `exec ${process.execPath} ${loader} ${new URL('../server.ts', import.meta.url).pathname}`
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: { ...process.env, DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let output = ''
+  child.stdout.on('data', (chunk) => { output += chunk })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', () => { if (/Server listening at/.test(output)) resolve() })
+    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)))
+  })
+  const line = output.split('\n').find((text) => text.includes('Server listening at')) ?? ''
+  t.match(line, /INFO/, 'the level is a word')
+  t.notMatch(line, /^\s*\{/, 'not a JSON object')
+  child.kill('SIGTERM')
+  await once(child, 'exit')
 })
