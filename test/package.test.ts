@@ -29,3 +29,9 @@ t.test('the declarations type every profile plugin, its options and the schemas\
     t.match(declarations(`schemas/${module}.d.ts`), new RegExp(`export type ${name} =`), name)
   }
 })
+
+t.test('plinth/client resolves to the generated OpenAPI types', async (t) => {
+  t.same(pkg.exports['./client'], { types: './dist/client/schema.d.ts', default: './dist/client/schema.js' })
+  t.match(readFileSync(new URL('dist/client/schema.d.ts', root), 'utf8'), /export interface paths \{/)
+  await t.resolves(import(`${pkg.name}/client`), 'importable by name')
+})
