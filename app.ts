@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import type { Server } from 'node:http'
+import Fastify, { type FastifyHttpOptions } from 'fastify'
 import { resolveConfig, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
 import accounts from './routes/accounts/index.js'
@@ -23,7 +24,7 @@ declare module 'fastify' {
 
 export const API_PREFIX = '/api/v1'
 
-export interface BuildOptions extends FastifyServerOptions {
+export type BuildOptions = FastifyHttpOptions<Server> & {
   /** Use this open database client instead of connecting to DATABASE_URL; the caller closes it. */
   database?: DatabaseClient
 }

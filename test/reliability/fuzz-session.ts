@@ -1,0 +1,150 @@
+import { createHmac } from 'node:crypto'
+import { inArray } from 'drizzle-orm'
+import type { InjectOptions } from 'fastify'
+import type { App } from '../../app.js'
+import { users } from '../../db/schema.js'
+import { PASSWORD, login, register } from '../helper.js'
+import { collectionOf, type Operation } from './fuzz-openapi.js'
+import type { Auth, Draft, Payload, Segment } from './fuzz-requests.js'
+import { toJson } from './fuzz-values.js'
+
+// Registration creates users: its ids belong to the users collection.
+const COLLECTION_ALIASES: Record<string, string> = { '/api/v1/auth/register': '/api/v1/users' }
+
+const base64url = (text: string) => Buffer.from(text).toString('base64url')
+
+/** A JWT of any claims: signed with the server's key, another key, another algorithm, or none. */
+function forge (claims: Record<string, unknown>, alg: string, secret: string) {
+  const head = base64url(JSON.stringify({ alg: alg === 'wrong-key' ? 'HS256' : alg, typ: 'JWT' }))
+  const signed = `${head}.${base64url(toJson(claims))}`
+  if (alg === 'none') return `${signed}.`
+  const hmac = createHmac(alg === 'HS512' ? 'sha512' : 'sha256', alg === 'wrong-key' ? `not-${secret}` : secret)
+  return `${signed}.${hmac.update(signed).digest('base64url')}`
+}
+
+interface Settings { FIRST_SUPERUSER_EMAIL: string, FIRST_SUPERUSER_PASSWORD: string, SECRET_KEY: string }
+
+/**
+ * What the fuzzer knows about the server's state, so that valid requests can succeed: the
+ * superuser's and a user's access tokens, unused refresh tokens, and the ids that exist.
+ */
+export class FuzzSession {
+  private readonly ids = new Map<string, number[]>()
+  private readonly refreshTokens: string[] = []
+  private readonly accountIds: number[] = []
+  private readonly liveBodies: Record<string, () => Promise<Payload>>
+  private accountRows = ''
+  private target: { collection: string, id: number } | undefined
+
+  private constructor (
+    private readonly app: App,
+    private readonly secret: string,
+    private readonly tokens: { admin: string, user: string, refresh: string },
+    private readonly loginEmail: string
+  ) {
+    // An unused refresh token, from a new login when the routes have spent them all.
+    const spend = async (): Promise<Payload> => {
+      const token = this.refreshTokens.pop() ?? (await login(app, loginEmail)).refresh_token
+      return { contentType: 'application/json', payload: JSON.stringify({ refresh_token: token }) }
+    }
+    // Keyed by operationId: the routes whose success needs a secret only the session holds.
+    this.liveBodies = {
+      login: async () => ({ contentType: 'application/x-www-form-urlencoded', payload: new URLSearchParams({ username: loginEmail, password: PASSWORD }).toString() }),
+      refresh: spend,
+      logout: spend
+    }
+  }
+
+  /** Logs in the configured superuser, registers a user and an account whose logins feed the refresh tokens. */
+  static async open (app: App, settings: Settings) {
+    const admin = await login(app, settings.FIRST_SUPERUSER_EMAIL, settings.FIRST_SUPERUSER_PASSWORD)
+    const user = await register(app, 'fuzz-user@fuzz.example.com')
+    const loginEmail = 'fuzz-login@fuzz.example.com'
+    const loginUser = await register(app, loginEmail)
+    const session = new FuzzSession(app, settings.SECRET_KEY, {
+      admin: admin.access_token,
+      user: (await login(app, user.email)).access_token,
+      refresh: admin.refresh_token
+    }, loginEmail)
+    const me = await app.inject({ url: '/api/v1/users/me', headers: { authorization: `Bearer ${admin.access_token}` } })
+    session.accountIds.push(me.json().id, user.id, loginUser.id)
+    for (let i = 0; i < 4; i++) session.refreshTokens.push((await login(app, loginEmail)).refresh_token)
+    for (let i = 0; i < 4; i++) session.remember('/api/v1/users', (await register(app, `victim${i}@fuzz.example.com`)).id)
+    session.accountRows = await session.readAccounts()
+    return session
+  }
+
+  /** Whether the operation has a body that only the session can write (a live token or password). */
+  hasLiveBody (op: Operation) {
+    return op.id in this.liveBodies
+  }
+
+  /** The request a draft stands for, its live parts filled in from the current state. */
+  async request (op: Operation, draft: Draft): Promise<InjectOptions> {
+    this.target = undefined
+    let i = 0
+    const path = op.path.replace(/\{[^}]+\}/g, () => this.segment(op, draft.segments[i++] ?? ''))
+    const headers: Record<string, string> = {}
+    const authorization = this.authorization(draft.auth)
+    if (authorization !== undefined) headers.authorization = authorization
+    const body = 'live' in draft.body ? await this.liveBodies[op.id]?.() ?? {} : draft.body
+    if (body.contentType !== undefined) headers['content-type'] = body.contentType
+    return { method: draft.method as 'GET', url: `${path}${draft.suffix}${draft.query ? `?${draft.query}` : ''}`, headers, payload: body.payload }
+  }
+
+  /** Takes note of what a response created, spent or deleted. */
+  async learn (op: Operation, method: string, status: number, payload: string) {
+    if (status >= 300 || method !== op.method) return
+    const body = payload ? JSON.parse(payload) : undefined
+    if (typeof body?.refresh_token === 'string') this.refreshTokens.push(body.refresh_token)
+    if (status === 201 && typeof body?.id === 'number') this.remember(COLLECTION_ALIASES[op.path] ?? op.path, body.id)
+    if (method === 'DELETE' && this.target) this.forget(this.target.collection, this.target.id)
+    if (op.path.startsWith('/api/v1/users/{')) await this.restoreAccounts()
+  }
+
+  private segment (op: Operation, segment: Segment) {
+    if (typeof segment === 'string') return segment
+    const collection = collectionOf(op.path)
+    const ids = this.ids.get(collection) ?? []
+    const id = ids[segment.live % Math.max(1, ids.length)] ?? 1
+    this.target = { collection, id }
+    return String(id)
+  }
+
+  private authorization (auth: Auth): string | undefined {
+    switch (auth.kind) {
+      case 'none': return undefined
+      case 'header': return auth.value
+      case 'forged': return `Bearer ${forge(auth.claims, auth.alg, this.secret)}`
+      case 'refresh-as-access': return `Bearer ${this.tokens.refresh}`
+      default: return `Bearer ${this.tokens[auth.kind]}`
+    }
+  }
+
+  private remember (collection: string, id: number) {
+    const ids = this.ids.get(collection) ?? []
+    this.ids.set(collection, [...ids, id])
+  }
+
+  private forget (collection: string, id: number) {
+    this.ids.set(collection, (this.ids.get(collection) ?? []).filter((known) => known !== id))
+  }
+
+  private async readAccounts () {
+    const rows = await this.app.db.select().from(users).where(inArray(users.id, this.accountIds)).orderBy(users.id)
+    return JSON.stringify(rows)
+  }
+
+  /**
+   * The superuser may demote, deactivate, re-password or delete any account, the fuzzer's own
+   * included: those are put back as they were, or every later request would be refused.
+   */
+  private async restoreAccounts () {
+    if (await this.readAccounts() === this.accountRows) return
+    for (const row of JSON.parse(this.accountRows)) {
+      const { id, ...values } = { ...row, created_at: new Date(row.created_at) }
+      await this.app.db.insert(users).overridingSystemValue().values({ id, ...values }).onConflictDoUpdate({ target: users.id, set: values })
+    }
+    for (let i = 0; i < 2; i++) this.refreshTokens.push((await login(this.app, this.loginEmail)).refresh_token)
+  }
+}
