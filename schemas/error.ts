@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import { Type, type Static } from '@sinclair/typebox'
 import { ref } from './common.js'
 
@@ -24,19 +25,42 @@ export const ValidationProblemSchema = Type.Object({
 
 export type ValidationProblem = Static<typeof ValidationProblemSchema>
 
+/** A status with the code and detail of its example in the document, e.g. `[404, 'CATALOG_ITEM_NOT_FOUND', 'item 7 not found']`. */
+export type ProblemExample = [status: number, code: string, detail: string]
+
 /**
  * Response schemas for the error statuses a route can return, as `application/problem+json`:
- * 422 carries `errors[]`, every other status the plain problem document.
+ * 422 carries `errors[]`, every other status the plain problem document. Each gets an example of
+ * its own status (one shared component would show Swagger UI's `status: 400` under every one);
+ * a status whose code differs by route (404) takes its example as a tuple.
  */
-export function problemResponses (...statuses: number[]) {
-  return Object.fromEntries(statuses.map((status) => [
-    status,
-    {
+export function problemResponses (...statuses: Array<number | ProblemExample>) {
+  return Object.fromEntries(statuses.map((entry) => {
+    const [status, code, detail] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] : entry
+    const example = { type: 'about:blank', title: STATUS_CODES[status], status, detail, code }
+    return [status, {
       description: WHEN[status] ?? 'Error',
       // The media type the error handler sends; Fastify picks the serializer by it too.
-      content: { 'application/problem+json': { schema: ref(status === 422 ? ValidationProblemSchema : ProblemSchema) } }
-    }
-  ]))
+      content: {
+        'application/problem+json': {
+          schema: ref(status === 422 ? ValidationProblemSchema : ProblemSchema),
+          example: status === 422 ? { ...example, errors: [{ path: '/body/price', message: 'must be >= 0' }] } : example
+        }
+      }
+    }]
+  }))
+}
+
+/** Examples of the statuses whose code is the same on every route. */
+const EXAMPLES: Record<number, [code: string, detail: string]> = {
+  400: ['MALFORMED_BODY', 'Body is not valid JSON: Unexpected end of JSON input'],
+  401: ['AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"'],
+  403: ['AUTH_INACTIVE_USER', 'This account is inactive'],
+  409: ['ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered'],
+  413: ['BODY_TOO_LARGE', 'Request body is too large'],
+  422: ['VALIDATION_FAILED', '/body/price must be >= 0'],
+  429: ['AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in 840 seconds'],
+  503: ['DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly']
 }
 
 /** The response descriptions of the document: what each status means in this API. */

@@ -51,6 +51,9 @@ t.test('error responses are documented where they can occur, as problem document
       const content = operation.responses[status]?.content ?? {}
       const schema = Object.values(content)[0]?.schema
       t.match(schema?.$ref, /^#\/components\/schemas\/(Validation)?Problem$/, `${name}: ${status} is a problem document`)
+      const example = (Object.values(content)[0] as { example?: { status: number, code: string } } | undefined)?.example
+      t.equal(example?.status, Number(status), `${name}: the ${status} example shows its own status`)
+      if (status === '404') t.match(example?.code, /_NOT_FOUND$/, `${name}: the 404 example names its not-found code`)
     }
   }
   const byId = (id: string) => operations.find(({ operation }) => operation.operationId === id)!.operation

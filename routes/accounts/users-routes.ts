@@ -2,13 +2,15 @@ import type { NewUser } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import type { TypeBoxInstance } from '../../plugins/validation.js'
 import { ref } from '../../schemas/common.js'
-import { problemResponses } from '../../schemas/error.js'
+import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import {
   MeUpdateSchema, PageQuery, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
 } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, UserNotFound, WrongCurrentPassword } from './errors.js'
 import { hashPassword, verifyPassword } from './passwords.js'
+
+const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not found']
 
 const tags = ['users']
 const security = [{ OAuth2PasswordBearer: [] }]
@@ -96,7 +98,7 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       tags,
       security,
       params: UserIdParams,
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403, 404, 422) }
+      response: { 200: ref(UserSchema), ...problemResponses(401, 403, missing, 422) }
     }
   }, async function getUser (request) {
     const user = await users.get(request.params.user_id)
@@ -113,7 +115,7 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       security,
       params: UserIdParams,
       body: UserAdminUpdateSchema(ctx.passwordMinLength),
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403, 404, 409, 422) }
+      response: { 200: ref(UserSchema), ...problemResponses(401, 403, missing, 409, 422) }
     }
   }, async function updateUser (request) {
     const { scopes, ...rest } = request.body
@@ -128,7 +130,7 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       tags,
       security,
       params: UserIdParams,
-      response: { 204: { type: 'null', description: 'Deleted' }, ...problemResponses(401, 403, 404, 422) }
+      response: { 204: { type: 'null', description: 'Deleted' }, ...problemResponses(401, 403, missing, 422) }
     }
   }, async function deleteUser (request, reply) {
     if (!await users.delete(request.params.user_id)) throw new UserNotFound(request.params.user_id)

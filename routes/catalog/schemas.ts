@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
-import { problemResponses } from '../../schemas/error.js'
+import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import {
   ITEM_NAME_MAX, ItemCreateSchema, ItemIdParams, ItemPageSchema, ItemSchema, ItemUpdateSchema
 } from '../../schemas/item.js'
 
 const tags = ['items']
+const missing: ProblemExample = [404, 'CATALOG_ITEM_NOT_FOUND', 'item 7 not found']
 
 /** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
 function listQuery (defaultLimit: number, maxLimit: number) {
@@ -37,7 +38,7 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number) {
       summary: 'Read one item',
       tags,
       params: ItemIdParams,
-      response: { 200: ref(ItemSchema), ...problemResponses(404, 422, 503) }
+      response: { 200: ref(ItemSchema), ...problemResponses(missing, 422, 503) }
     },
     createItem: {
       operationId: 'createItem',
@@ -52,14 +53,14 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number) {
       tags,
       params: ItemIdParams,
       body: ItemUpdateSchema,
-      response: { 200: ref(ItemSchema), ...problemResponses(400, 404, 422, 503) }
+      response: { 200: ref(ItemSchema), ...problemResponses(400, missing, 422, 503) }
     },
     deleteItem: {
       operationId: 'deleteItem',
       summary: 'Delete an item',
       tags,
       params: ItemIdParams,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(404, 422, 503) }
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 422, 503) }
     }
   }
 }

@@ -1,6 +1,6 @@
 import { Type, type TInteger, type TObject } from '@sinclair/typebox'
 import { Id, PG_INT_MAX, ref } from '../../schemas/common.js'
-import { problemResponses } from '../../schemas/error.js'
+import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { RecordCreateSchema, RecordUpdateSchema, pascalName, recordSchema } from '../../schemas/record.js'
 import type { ResolvedResourceOptions } from './options.js'
 
@@ -23,6 +23,7 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guard }: Resolv
   // A guarded resource also answers 401 and 403: documented, and serialized as problem documents.
   const denied = guard ? [401, 403] : []
   const deleted = Type.Null({ description: 'Deleted' })
+  const missing: ProblemExample = [404, 'RESOURCE_NOT_FOUND', `${name} 7 not found`]
   return {
     record,
     param,
@@ -46,7 +47,7 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guard }: Resolv
       summary: `Read one record of ${name}`,
       tags,
       params,
-      response: { 200: ref(record), ...problemResponses(...denied, 404, 422, 503) }
+      response: { 200: ref(record), ...problemResponses(...denied, missing, 422, 503) }
     },
     update: {
       operationId: `update${stem}`,
@@ -54,14 +55,14 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guard }: Resolv
       tags,
       params,
       body: RecordUpdateSchema,
-      response: { 200: ref(record), ...problemResponses(400, ...denied, 404, 422, 503) }
+      response: { 200: ref(record), ...problemResponses(400, ...denied, missing, 422, 503) }
     },
     delete: {
       operationId: `delete${stem}`,
       summary: `Delete one record of ${name}`,
       tags,
       params,
-      response: { 204: deleted, ...problemResponses(...denied, 404, 422, 503) }
+      response: { 204: deleted, ...problemResponses(...denied, missing, 422, 503) }
     }
   }
 }
