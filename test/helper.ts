@@ -147,3 +147,15 @@ export async function newAccount (app: App) {
   const user = await register(app, email)
   return { user, email, session: await login(app, email) }
 }
+
+/** The 422 problem document for these errors, as the root error handler writes it. */
+export function validationProblem (...errors: Array<[path: string, message: string]>) {
+  return {
+    type: 'about:blank',
+    title: 'Unprocessable Entity',
+    status: 422,
+    detail: errors.map(([path, message]) => `${path} ${message}`).join('; '),
+    code: 'VALIDATION_FAILED',
+    errors: errors.map(([path, message]) => ({ path, message }))
+  }
+}

@@ -38,18 +38,8 @@ export async function createItem (app: App, payload: Record<string, unknown>): P
   return res.json()
 }
 
-/** The 422 problem document for these errors, as the root error handler writes it. */
-export function validationProblem (...errors: Array<[path: string, message: string]>) {
-  return {
-    type: 'about:blank',
-    title: 'Unprocessable Entity',
-    status: 422,
-    detail: errors.map(([path, message]) => `${path} ${message}`).join('; '),
-    code: 'VALIDATION_FAILED',
-    errors: errors.map(([path, message]) => ({ path, message }))
-  }
-}
-
 export function notFound (id: number | string) {
   return { type: 'about:blank', title: 'Not Found', status: 404, detail: `item ${id} not found`, code: 'CATALOG_ITEM_NOT_FOUND' }
 }
+
+export { validationProblem } from '../helper.js'

@@ -38,14 +38,4 @@ export function notFound (name: string, id: number | string) {
   return { type: 'about:blank', title: 'Not Found', status: 404, detail: `${name} ${id} not found`, code: 'RESOURCE_NOT_FOUND' }
 }
 
-/** The 422 problem document for these errors, as the root error handler writes it. */
-export function validationProblem (...errors: Array<[path: string, message: string]>) {
-  return {
-    type: 'about:blank',
-    title: 'Unprocessable Entity',
-    status: 422,
-    detail: errors.map(([path, message]) => `${path} ${message}`).join('; '),
-    code: 'VALIDATION_FAILED',
-    errors: errors.map(([path, message]) => ({ path, message }))
-  }
-}
+export { validationProblem } from '../helper.js'
