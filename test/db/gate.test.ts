@@ -1,0 +1,50 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { createGate } from '../../db/gate.js'
+import { freshDatabase, TEST_DATABASE_URL } from '../helper.js'
+
+t.test('the gate runs at most `limit` tasks at once, in arrival order', async (t) => {
+  const run = createGate(3)
+  let running = 0
+  let most = 0
+  const started: number[] = []
+  await Promise.all(Array.from({ length: 20 }, (_, i) => run(async () => {
+    started.push(i)
+    most = Math.max(most, ++running)
+    await sleep(2)
+    running--
+    return i
+  })))
+  t.equal(most, 3, 'never more than the limit')
+  t.same(started, Array.from({ length: 20 }, (_, i) => i), 'first come, first served')
+})
+
+t.test('a failed task frees its place and its error reaches the caller', async (t) => {
+  const run = createGate(1)
+  await t.rejects(run(async () => { throw new Error('boom') }), /boom/)
+  t.equal(await run(async () => 'next'), 'next', 'the next task runs')
+  const results = await Promise.allSettled(Array.from({ length: 2000 }, (_, i) => run(async () => {
+    if (i % 3 === 0) throw new Error(`task ${i}`)
+    return i
+  })))
+  t.equal(results.filter((result) => result.status === 'fulfilled').length, 1333, 'every task ran, past the queue compaction')
+})
+
+t.test('through the gate, queries and transactions far beyond the pool size all complete', {
+  skip: TEST_DATABASE_URL ? false : 'postgres.js only (TEST_DATABASE_URL)'
+}, async (t) => {
+  const client = await freshDatabase(t)
+  const { sql } = await import('drizzle-orm')
+  // 100 queries and 20 transactions at once on a pool of 10: a transaction holds its place in the
+  // gate as it holds its connection, so they must neither deadlock nor fail UNSAFE_TRANSACTION.
+  const queries = Array.from({ length: 100 }, (_, i) => client.db.execute(sql`select ${i}::int as n, pg_sleep(0.005)`))
+  const transactions = Array.from({ length: 20 }, (_, i) => client.db.transaction(async (tx) => {
+    const rows = await tx.execute(sql`select ${i}::int as n`)
+    return (rows as unknown as Array<{ n: number }>)[0]?.n
+  }))
+  const answers = await Promise.all(queries)
+  t.equal(answers.length, 100)
+  t.same(await Promise.all(transactions), Array.from({ length: 20 }, (_, i) => i))
+  const [{ active }] = await client.db.execute(sql`select count(*)::int as active from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`) as unknown as [{ active: number }]
+  t.ok(active <= 10, `at most the pool's 10 connections (${active})`)
+})
