@@ -1,4 +1,4 @@
-import { and, asc, count, gt, sql } from 'drizzle-orm'
+import { and, asc, count, getTableColumns, gt, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { createRepository, type Repository } from './crud.js'
 import { itemCounts, items } from './schema.js'
@@ -54,9 +54,23 @@ export function createItemRepository (db: Database): ItemRepository {
     exec.select().from(items).where(and(nameMatches, gt(items.id, sql.placeholder('afterId'))))
       .orderBy(asc(items.id)).limit(sql.placeholder('limit')))
 
+  // The page and the total in one round trip: the counter sum is an InitPlan, evaluated once.
+  // An empty page carries no total, so that (rare) case asks for it separately.
+  const withTotal = { ...getTableColumns(items), total: sql<number>`(select coalesce(sum(${itemCounts.n}), 0)::int from ${itemCounts})`.mapWith(Number) }
+  const pageWithTotal = statement(db, 'items_page_total', (exec) =>
+    exec.select(withTotal).from(items).orderBy(asc(items.id))
+      .limit(sql.placeholder('limit')).offset(sql.placeholder('offset')))
+  const afterWithTotal = statement(db, 'items_after_total', (exec) =>
+    exec.select(withTotal).from(items).where(gt(items.id, sql.placeholder('afterId')))
+      .orderBy(asc(items.id)).limit(sql.placeholder('limit')))
   const countAll = async (tx?: Database) => (await total({}, tx))[0]?.total ?? 0
   const countByName = async (text: string, tx?: Database) =>
     (await matches({ pattern: containsPattern(text) }, tx))[0]?.total ?? 0
+
+  const slice = async (found: Array<ItemRow & { total: number }>, tx?: Database): Promise<ItemSlice> => ({
+    rows: found.map(({ total, ...row }) => row),
+    total: found[0]?.total ?? await countAll(tx)
+  })
 
   return {
     ...base,
@@ -64,15 +78,13 @@ export function createItemRepository (db: Database): ItemRepository {
     countByName,
     searchByName: (text, limit = 20, tx) => search({ pattern: containsPattern(text), offset: 0, limit }, tx),
     async page ({ q, offset, limit }, tx) {
-      const [rows, all] = await Promise.all(q
-        ? [search({ pattern: containsPattern(q), offset, limit }, tx), countByName(q, tx)]
-        : [base.list({ offset, limit }, tx), countAll(tx)])
+      if (!q) return slice(await pageWithTotal({ offset, limit }, tx), tx)
+      const [rows, all] = await Promise.all([search({ pattern: containsPattern(q), offset, limit }, tx), countByName(q, tx)])
       return { rows, total: all }
     },
     async pageAfter ({ q, afterId, limit }, tx) {
-      const [rows, all] = await Promise.all(q
-        ? [searchAfter({ pattern: containsPattern(q), afterId, limit }, tx), countByName(q, tx)]
-        : [base.listAfter(afterId, limit, tx), countAll(tx)])
+      if (!q) return slice(await afterWithTotal({ afterId, limit }, tx), tx)
+      const [rows, all] = await Promise.all([searchAfter({ pattern: containsPattern(q), afterId, limit }, tx), countByName(q, tx)])
       return { rows, total: all }
     }
   }
