@@ -13,6 +13,23 @@ declare module 'autocannon' {
       body?: string
       /** Seconds before a request counts as a timeout (and an error). */
       timeout?: number
+      /** Cycled through by every connection; each may rewrite itself per request. */
+      requests?: Request[]
+    }
+
+    interface Request {
+      method?: string
+      path?: string
+      headers?: Record<string, string>
+      body?: string
+      /** Called before each send; returns the request to send. */
+      setupRequest? (request: Request, context: Record<string, unknown>): Request
+      onResponse? (status: number, body: string, context: Record<string, unknown>): void
+    }
+
+    interface Tick {
+      /** Responses completed in the last second. */
+      counter: number
     }
 
     interface Histogram {
@@ -34,6 +51,7 @@ declare module 'autocannon' {
 
     interface Instance extends Promise<Result> {
       stop (): void
+      on (event: 'tick', listener: (tick: Tick) => void): this
     }
   }
 

@@ -1,32 +1,32 @@
-import { existsSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import autocannon from 'autocannon'
-import { formatTable, problems, toRow, toSample, writeJson, type Row, type Sample } from './report.js'
-import { scenarios, type Scenario } from './scenarios.js'
-import { killServers, pinCpus, startServer, stopServers, type Server } from './servers.js'
+import { BARE, CONNECTIONS, load, prepare, type Measured } from './load.js'
+import { formatTable, problems, toRow, writeJson, type Row } from './report.js'
+import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
+import { killServers, pinCpus, runPinned, startServer, stopServers, type Pinning, type Server } from './servers.js'
+import { pgliteStartup } from './startup.js'
 
-const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n]
-  --quick      one 3 s round per scenario after a 1 s warm-up (default: 3 rounds of 10 s after 3 s)
-  --only       run only these scenarios: ${scenarios.map((s) => s.name).join(', ')}
+const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
+  --quick      smoke run under a minute: every scenario once for 1 s, no warm-up, 100k rows for the 1m ones;
+               exits 1 if any request failed or answered non-2xx (as every run does)
+               (default: 3 rounds of 10 s after a 3 s warm-up)
+  --only       run only these scenarios: ${allScenarioNames.join(', ')}
+               (the *-1m ones need BENCH_DATABASE_URL=postgres://...)
   --json       also write bench/results/latest.json
-  --duration   seconds per measured run      --rounds   rounds per scenario`
-
-const CONNECTIONS = 50
-
-interface Request { method: string, path: string, headers: Record<string, string>, body?: string }
-
-const BARE: Request = { method: 'GET', path: '/', headers: {} }
+  --duration   seconds per measured run      --rounds   rounds per scenario
+  --decay      seconds of one long item-get run, first 10 s against last 10 s (default 60; quick 0 = off)`
 
 function fail (message: string): never {
   console.error(`bench: ${message}\n${USAGE}`)
   process.exit(2)
 }
 
-function positive (flag: string, value: string | undefined, fallback: number) {
+function count (flag: string, value: string | undefined, fallback: number, min = 1) {
   if (value === undefined) return fallback
   const number = Number(value)
-  if (!(number > 0)) fail(`--${flag} must be a positive number (got "${value}")`)
+  if (!(number >= min)) fail(`--${flag} must be a number >= ${min} (got "${value}")`)
   return number
 }
 
@@ -40,6 +40,7 @@ function readFlags () {
         only: { type: 'string' },
         duration: { type: 'string' },
         rounds: { type: 'string' },
+        decay: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false }
       }
     }).values
@@ -51,49 +52,56 @@ function readFlags () {
     process.exit(0)
   }
   const names = values.only?.split(',').map((name) => name.trim()).filter(Boolean)
-  const unknown = names?.filter((name) => !scenarios.some((s) => s.name === name)) ?? []
+  const unknown = names?.filter((name) => !allScenarioNames.includes(name)) ?? []
   if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`)
+  const quick = values.quick
   return {
-    mode: values.quick ? 'quick' : 'full',
+    mode: quick ? 'quick' : 'full',
+    quick,
     json: values.json,
     selected: names ? scenarios.filter((s) => names.includes(s.name)) : scenarios,
-    warmup: values.quick ? 1 : 3,
-    duration: positive('duration', values.duration, values.quick ? 3 : 10),
-    rounds: Math.ceil(positive('rounds', values.rounds, values.quick ? 1 : 3))
+    warmup: quick ? 0 : 3,
+    duration: count('duration', values.duration, quick ? 1 : 10),
+    rounds: Math.ceil(count('rounds', values.rounds, quick ? 1 : 3)),
+    decay: count('decay', values.decay, quick || names ? 0 : 60, 0)
   }
-}
-
-async function prepare (scenario: Scenario, baseUrl: string): Promise<Request> {
-  const extra = (await scenario.setup?.(baseUrl)) ?? {}
-  const { path, body, headers } = { ...scenario, ...extra }
-  if (!path.startsWith('/')) throw new Error(`scenario ${scenario.name}: path must start with / (got "${path}")`)
-  const json = body !== undefined && typeof body !== 'string'
-  return {
-    method: scenario.method ?? 'GET',
-    path,
-    headers: { ...(json ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: json ? JSON.stringify(body) : body as string | undefined
-  }
-}
-
-async function load (server: Server, request: Request, seconds: number) {
-  const { path, ...rest } = request
-  return toSample(await autocannon({ url: server.url + path, connections: CONNECTIONS, duration: seconds, ...rest }))
 }
 
 /** Userinfo out of a database URL: the output may be pasted anywhere. */
 const redact = (url: string) => url.replace(/\/\/[^/@]*@/, '//')
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
+
+/** argon2id verifies per second with the app's parameters, on the servers' CPU. */
+async function argon2Bound (pinning: Pinning, seconds: number) {
+  const out = await runPinned('argon2-bound', [String(seconds)], pinning, (seconds + 30) * 1000)
+  return JSON.parse(out) as { perSecond: number, msPerVerify: number }
+}
+
+/** Throughput of one long run, second by second: does it hold or decay? */
+async function decayCheck (app: Server, seconds: number) {
+  const scenario = scenarios.find((s) => s.name === 'item-get')!
+  const run = await load(app, await prepare(scenario, app.url, false), seconds)
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length)
+  // The last tick is the partial second at the stop: left out.
+  const full = run.perSecond.slice(0, seconds)
+  const first = mean(full.slice(0, 10))
+  const last = mean(full.slice(-10))
+  const tens = Array.from({ length: Math.ceil(full.length / 10) }, (_, i) => mean(full.slice(i * 10, i * 10 + 10)).toFixed(0))
+  return { run, line: `decay (item-get, ${seconds} s): req/s per 10 s ${tens.join(' ')}; last 10 s / first 10 s = ${(last / first).toFixed(2)}; peak RSS ${mb(run.peakRss)} MB` }
+}
 
 async function main () {
   const flags = readFlags()
   if (!existsSync(new URL('../db/migrations/meta/_journal.json', import.meta.url))) {
     throw new Error('dist/db/migrations is missing: build with `npm run build` (tsc alone does not copy it)')
   }
-  const database = process.env.BENCH_DATABASE_URL || 'memory://'
+  // Without BENCH_DATABASE_URL, PGlite as the server runs it by default: in a data folder.
+  const folder = process.env.BENCH_DATABASE_URL ? undefined : mkdtempSync(join(tmpdir(), 'plinth-bench-db-'))
+  const database = process.env.BENCH_DATABASE_URL || `pglite://${folder}`
   const pinning = pinCpus()
   const perScenario = 2 * flags.warmup + 2 * flags.rounds * flags.duration
-  // Generous, but a stuck run still ends: startup, setups and RSS queries are not counted above.
-  const budget = 90 + flags.selected.length * (perScenario + 30)
+  // Generous, but a stuck run still ends: startup, setups, seeding and RSS queries are not counted above.
+  const budget = 150 + flags.decay + flags.selected.length * (perScenario + 30)
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${budget} s; stopping`)
     stopServers().finally(() => process.exit(1))
@@ -102,39 +110,66 @@ async function main () {
   console.log(`plinth bench (${flags.mode}): ${flags.rounds} round(s) of ${flags.duration} s after ${flags.warmup} s warm-up, ` +
     `${CONNECTIONS} connections, Node ${process.version}`)
   // Other processes on these CPUs skew every number: the load average says how busy the host was.
-  console.log(`database: ${redact(database)}; CPUs: ${pinning.note}; load average ${loadavg()[0]!.toFixed(2)}`)
+  console.log(`database: ${redact(database)}; CPUs: ${pinning.note}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  const notes: string[] = []
+  const warnings: string[] = []
 
   try {
+    const startup = await pgliteStartup(pinning)
+    notes.push(`PGlite start to healthy on an existing folder: ${startup.healthyMs.toFixed(0)} ms (first start with migrations ${startup.firstMs.toFixed(0)} ms), RSS ${mb(startup.rss)} MB`)
     const [bare, app] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
-      startServer('app', 'app-server', pinning, { BENCH_DATABASE_URL: database })
+      // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k.
+      startServer('app', 'app-server', pinning, { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000' })
     ])
     const rows: Row[] = []
-    const baseline: Sample[] = []
-    const warnings: string[] = []
+    const baseline: Measured[] = []
     for (const scenario of flags.selected) {
-      const request = await prepare(scenario, app.url)
-      console.error(`${scenario.name}: warm-up`)
-      warnings.push(...problems(`bare warm-up before ${scenario.name}`, [await load(bare, BARE, flags.warmup)]))
-      warnings.push(...problems(`${scenario.name} warm-up`, [await load(app, request, flags.warmup)]))
-      const bareSamples: Sample[] = []
-      const samples: Sample[] = []
+      const request = await prepare(scenario, app.url, flags.quick)
+      const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
+      if (flags.warmup) {
+        console.error(`${scenario.name}: warm-up`)
+        await scenario.beforeRun?.()
+        warnings.push(...problems(`bare warm-up before ${scenario.name}`, [await load(bare, BARE, flags.warmup)]))
+        warnings.push(...problems(`${scenario.name} warm-up`, [await load(app, request, flags.warmup)]))
+      }
+      const bareSamples: Measured[] = []
+      const samples: Measured[] = []
       // Alternating keeps drift (thermal, noisy neighbours) out of the ratio.
       for (let round = 1; round <= flags.rounds; round++) {
         console.error(`${scenario.name}: round ${round}/${flags.rounds}`)
         bareSamples.push(await load(bare, BARE, flags.duration))
+        await scenario.beforeRun?.()
         samples.push(await load(app, request, flags.duration))
       }
       const ratios = samples.map((s, i) => s.reqPerSec / bareSamples[i]!.reqPerSec)
-      rows.push(toRow(scenario.name, samples, ratios, await app.rss()))
+      const row = toRow(scenario.name, samples, ratios, Math.max(...samples.map((s) => s.peakRss)))
+      rows.push(row)
+      if (bound) {
+        notes.push(`${scenario.name}: ${row.reqPerSec.toFixed(0)} req/s = ${(row.reqPerSec / bound.perSecond).toFixed(2)} × the argon2id verify bound ` +
+          `measured just before on the same CPU (${bound.perSecond.toFixed(0)} verifies/s, ${bound.msPerVerify.toFixed(1)} ms each)`)
+      }
       warnings.push(...problems(`bare before ${scenario.name}`, bareSamples), ...problems(scenario.name, samples))
       baseline.push(...bareSamples)
     }
-    rows.unshift(toRow('bare', baseline, baseline.map(() => 1), await bare.rss()))
+    if (baseline.length) rows.unshift(toRow('bare', baseline, baseline.map(() => 1), Math.max(...baseline.map((s) => s.peakRss))))
+    if (flags.decay) {
+      console.error(`decay: one ${flags.decay} s run of item-get`)
+      const { run, line } = await decayCheck(app, flags.decay)
+      notes.push(line)
+      warnings.push(...problems('decay', [run]))
+    }
 
     console.log('\n' + formatTable(rows))
-    console.log('\nmedians over rounds; × bare = req/s ÷ bare req/s of the same round; non-2xx and errors summed over rounds')
-    if (warnings.length) console.log('\n' + warnings.join('\n'))
+    console.log('\nmedians over rounds; × bare = req/s ÷ bare req/s of the same round; non-2xx and errors summed over rounds; ' +
+      'RSS = the server\'s peak during the runs')
+    console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+    if (notes.length) console.log('\n' + notes.join('\n'))
+    if (warnings.length) {
+      console.log('\n' + warnings.join('\n'))
+      // The CI smoke: every scenario must answer 2xx without errors.
+      process.exitCode = 1
+    }
     if (flags.json) {
       const file = writeJson({
         date: new Date().toISOString(),
@@ -144,7 +179,9 @@ async function main () {
         connections: CONNECTIONS,
         database: redact(database),
         cpus: pinning.note,
+        loadavg: loadavg(),
         rows,
+        notes,
         warnings
       })
       console.log(`\nwrote ${file}`)
@@ -152,6 +189,7 @@ async function main () {
   } finally {
     clearTimeout(watchdog)
     await stopServers()
+    if (folder) rmSync(folder, { recursive: true, force: true })
   }
 }
 

@@ -1,36 +1,21 @@
+import type autocannon from 'autocannon'
+import { call, times } from './http.js'
+import type { Scenario } from './scenario.js'
+import { authScenarios } from './scenarios-auth.js'
 import { resizeItems } from './seed-items.js'
 
-/** One request shape to load the app with. Adding a scenario is adding an entry below. */
-export interface Scenario {
-  name: string
-  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-  /** Starts with `/`; always requested on 127.0.0.1. */
-  path: string
-  /** Objects are sent as JSON. */
-  body?: unknown
-  headers?: Record<string, string>
-  /**
-   * Runs once before the scenario's rounds, against the app at `baseUrl` (e.g. to create a
-   * user and log in); what it returns is merged into the request (e.g. an Authorization header).
-   */
-  setup?: (baseUrl: string) => Promise<Partial<Pick<Scenario, 'path' | 'body' | 'headers'>> | void>
-}
+export type { Scenario } from './scenario.js'
 
 const ITEMS = '/api/v1/items'
+const RECORDS = '/api/v1/records'
 // The same variable bench/run.ts hands to the app server.
 const database = process.env.BENCH_DATABASE_URL || 'memory://'
-const onPostgres = /^postgres(ql)?:\/\//.test(database)
+export const onPostgres = /^postgres(ql)?:\/\//.test(database)
 
-async function call (baseUrl: string, path: string, init: { method?: string, body?: unknown } = {}) {
-  const res = await fetch(baseUrl + path, {
-    method: init.method ?? 'GET',
-    ...(init.body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(init.body) })
-  })
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`)
-  return res.json() as Promise<{ id: number, total: number, items: Array<{ id: number }> }>
-}
+interface ItemPage { total: number, items: Array<{ id: number }> }
 
-const createItem = (baseUrl: string) => call(baseUrl, ITEMS, { method: 'POST', body: { name: 'bench item', price: 9.99 } })
+const createItem = (baseUrl: string) =>
+  call<{ id: number }>(baseUrl, ITEMS, { method: 'POST', body: { name: 'bench item', price: 9.99 } })
 
 /**
  * Brings the catalog to `count` items. On PostgreSQL straight through the database (one
@@ -43,63 +28,88 @@ async function catalogOf (count: number, baseUrl: string) {
     console.error(`items: ${before} -> ${count} (${(ms / 1000).toFixed(1)} s)`)
     return
   }
-  let missing = count - (await call(baseUrl, `${ITEMS}?limit=1`)).total
-  while (missing > 0) {
-    const batch = Math.min(missing, 50)
-    await Promise.all(Array.from({ length: batch }, () => createItem(baseUrl)))
-    missing -= batch
-  }
+  const missing = count - (await call<ItemPage>(baseUrl, `${ITEMS}?limit=1`)).total
+  await times(missing, 50, () => createItem(baseUrl))
 }
 
-/** The id at `offset` (one slow offset query at setup, so the keyset scenario can start deep). */
-const idAt = async (baseUrl: string, offset: number) => (await call(baseUrl, `${ITEMS}?offset=${offset}&limit=1`)).items[0]!.id
+/** Up to `count` ids of existing items, walked by keyset pages (the table may have gaps). */
+async function itemIds (baseUrl: string, count: number) {
+  const ids: number[] = []
+  while (ids.length < count) {
+    const after = ids.length ? `&after_id=${ids.at(-1)!}` : ''
+    const page = await call<ItemPage>(baseUrl, `${ITEMS}?limit=100${after}`)
+    if (!page.items.length) break
+    ids.push(...page.items.map((item) => item.id))
+  }
+  return ids
+}
+
+/** GETs of `prefix/<id>` with an id drawn at random per request: no single hot row or cached page. */
+function randomGets (prefix: string, ids: number[]): autocannon.Request[] {
+  if (!ids.length) throw new Error(`no ids to request under ${prefix}`)
+  const paths = ids.map((id) => `${prefix}/${id}`)
+  return [{ method: 'GET', setupRequest: (request) => ({ ...request, path: paths[Math.floor(Math.random() * paths.length)] }) }]
+}
 
 const MILLION = 1_000_000
+// --quick is a smoke test: every scenario must answer, not measure, and seeding 1M takes ~35 s.
+const large = (quick: boolean) => quick ? 100_000 : MILLION
 
-// Need PostgreSQL: a million rows do not fit the PGlite-over-HTTP top-up.
 const atOneMillion: Scenario[] = [
   {
     name: 'items-list-1m',
     path: ITEMS,
-    setup: async (baseUrl) => { await catalogOf(MILLION, baseUrl) }
+    postgresOnly: true,
+    setup: async (baseUrl, { quick }) => { await catalogOf(large(quick), baseUrl) }
   },
   {
+    // The deep page through keyset: the same cost as the first page.
     name: 'items-keyset-1m',
     path: ITEMS,
-    setup: async (baseUrl) => {
-      await catalogOf(MILLION, baseUrl)
-      return { path: `${ITEMS}?after_id=${await idAt(baseUrl, MILLION - 1000)}` }
+    postgresOnly: true,
+    setup: async (baseUrl, { quick }) => {
+      await catalogOf(large(quick), baseUrl)
+      const deep = (await call<ItemPage>(baseUrl, `${ITEMS}?offset=${large(quick) - 1000}&limit=1`)).items[0]!.id
+      return { path: `${ITEMS}?after_id=${deep}` }
     }
   },
   {
     // A selective ?q= (about 20 matches in the seeded million), served by the trigram index.
     name: 'items-search-1m',
     path: `${ITEMS}?q=desk%201234`,
-    setup: async (baseUrl) => { await catalogOf(MILLION, baseUrl) }
+    postgresOnly: true,
+    setup: async (baseUrl, { quick }) => { await catalogOf(large(quick), baseUrl) }
   },
   {
     // The contrast: the same depth through offset, whose cost grows with it.
     name: 'items-offset-1m',
-    path: `${ITEMS}?offset=${MILLION - 1000}`,
-    setup: async (baseUrl) => { await catalogOf(MILLION, baseUrl) }
+    path: ITEMS,
+    postgresOnly: true,
+    setup: async (baseUrl, { quick }) => {
+      await catalogOf(large(quick), baseUrl)
+      return { path: `${ITEMS}?offset=${large(quick) - 1000}` }
+    }
   }
 ]
 
-export const scenarios: Scenario[] = [
+const everyScenario: Scenario[] = [
   { name: 'health', path: '/api/v1/health' },
   { name: 'readiness', path: '/api/v1/health/ready' },
   { name: 'openapi', path: '/docs/json' },
-  {
-    name: 'item-get',
-    path: ITEMS,
-    setup: async (baseUrl) => ({ path: `${ITEMS}/${(await createItem(baseUrl)).id}` })
-  },
   {
     name: 'items-list-10k',
     path: ITEMS,
     setup: async (baseUrl) => { await catalogOf(10_000, baseUrl) }
   },
-  ...(onPostgres ? atOneMillion : []),
+  {
+    name: 'item-get',
+    path: ITEMS,
+    setup: async (baseUrl) => {
+      await catalogOf(10_000, baseUrl)
+      return { requests: randomGets(ITEMS, await itemIds(baseUrl, 10_000)) }
+    }
+  },
+  ...atOneMillion,
   {
     name: 'item-post',
     method: 'POST',
@@ -112,5 +122,27 @@ export const scenarios: Scenario[] = [
     path: ITEMS,
     body: { price: 19.99 },
     setup: async (baseUrl) => ({ path: `${ITEMS}/${(await createItem(baseUrl)).id}` })
-  }
+  },
+  {
+    name: 'record-get',
+    path: RECORDS,
+    setup: async (baseUrl) => {
+      const ids: number[] = []
+      await times(200, 20, async () => {
+        ids.push((await call<{ id: number }>(baseUrl, `${RECORDS}/`, { method: 'POST', body: { title: 'bench record' } })).id)
+      })
+      return { requests: randomGets(RECORDS, ids) }
+    }
+  },
+  {
+    name: 'record-post',
+    method: 'POST',
+    path: `${RECORDS}/`,
+    body: { title: 'bench record', description: 'created by npm run bench' }
+  },
+  ...authScenarios
 ]
+
+/** The scenarios this database offers, in run order. */
+export const scenarios = everyScenario.filter((s) => onPostgres || !s.postgresOnly)
+export const allScenarioNames = everyScenario.map((s) => s.name)

@@ -1,6 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { availableParallelism } from 'node:os'
+import { performance } from 'node:perf_hooks'
+import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import type { ChildMessage, ParentMessage } from './child.js'
 
@@ -32,6 +34,9 @@ export function pinCpus (): Pinning {
 export interface Server {
   name: string
   url: string
+  pid: number | undefined
+  /** From spawning the process to its listening, in ms. */
+  startMs: number
   /** The child's resident set size in bytes, now. */
   rss (): Promise<number>
 }
@@ -57,19 +62,36 @@ function answer<T extends ChildMessage['type']> (child: ChildProcess, type: T, m
 export async function startServer (name: string, entry: string, pinning: Pinning, env: NodeJS.ProcessEnv = {}): Promise<Server> {
   const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
   const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, file]
+  const started = performance.now()
   const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
   children.add(child)
   child.once('exit', () => children.delete(child))
   const { port } = await answer(child, 'ready', START_TIMEOUT_MS, `starting the ${name} server`)
   return {
     name,
+    startMs: performance.now() - started,
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     async rss () {
       const reply = answer(child, 'rss', ANSWER_TIMEOUT_MS, `asking the ${name} server for its RSS`)
       child.send({ type: 'rss' } satisfies ParentMessage)
       return (await reply).rss
     }
   }
+}
+
+/** Stops one server child (SIGTERM, then SIGKILL after STOP_TIMEOUT_MS). */
+export async function stopServer (server: Server) {
+  const child = [...children].find((c) => c.pid === server.pid)
+  if (child) await stop(child)
+}
+
+/** Runs dist/bench/<entry>.js to completion on the servers' CPU; resolves with its stdout. */
+export async function runPinned (entry: string, args: string[], pinning: Pinning, timeoutMs: number) {
+  const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
+  const [command = process.execPath, ...rest] = [...pinning.prefix, process.execPath, file, ...args]
+  const { stdout } = await promisify(execFile)(command, rest, { timeout: timeoutMs, encoding: 'utf8' })
+  return stdout
 }
 
 async function stop (child: ChildProcess) {
