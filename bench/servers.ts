@@ -64,8 +64,7 @@ export async function startServer (name: string, entry: string, pinning: Pinning
   const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, file]
   const started = performance.now()
   const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
-  children.add(child)
-  child.once('exit', () => children.delete(child))
+  track(child)
   const { port } = await answer(child, 'ready', START_TIMEOUT_MS, `starting the ${name} server`)
   return {
     name,
@@ -92,6 +91,12 @@ export async function runPinned (entry: string, args: string[], pinning: Pinning
   const [command = process.execPath, ...rest] = [...pinning.prefix, process.execPath, file, ...args]
   const { stdout } = await promisify(execFile)(command, rest, { timeout: timeoutMs, encoding: 'utf8' })
   return stdout
+}
+
+/** A child that stopServers and killServers end with the others (bench/peers starts its own). */
+export function track (child: ChildProcess) {
+  children.add(child)
+  child.once('exit', () => children.delete(child))
 }
 
 async function stop (child: ChildProcess) {

@@ -1,14 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Pinning } from '../servers.js'
+import { track, type Pinning } from '../servers.js'
 
 const START_TIMEOUT_MS = 60_000
-const STOP_TIMEOUT_MS = 5_000
 
 /** Where the README's install command puts Platformatic DB; PLATFORMATIC_DIR overrides it. */
 export const DEFAULT_PLATFORMATIC_DIR = '/tmp/plinth-peers/platformatic'
@@ -34,8 +33,6 @@ export interface Peer {
   name: string
   detect (): Detection
 }
-
-const processes = new Set<ChildProcess>()
 
 async function freePort () {
   const server = createServer()
@@ -66,8 +63,7 @@ function rssOf (pid: number | undefined) {
 async function startProcess (name: string, command: string[], options: { cwd: string, env: NodeJS.ProcessEnv, pinning: Pinning, probe: string }) {
   const [file = '', ...args] = [...pdeathsig, ...options.pinning.prefix, ...command]
   const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'inherit', 'inherit'] })
-  processes.add(child)
-  child.once('exit', () => processes.delete(child))
+  track(child)
   const exited = once(child, 'exit').then(([code, signal]) => { throw new Error(`${name} exited during startup (${signal ?? `code ${code}`})`) })
   exited.catch(() => {})
   const deadline = Date.now() + START_TIMEOUT_MS
@@ -81,24 +77,6 @@ async function startProcess (name: string, command: string[], options: { cwd: st
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
   return { rss: async () => rssOf(child.pid) }
-}
-
-async function stop (child: ChildProcess) {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = once(child, 'exit')
-  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS)
-  child.kill('SIGTERM')
-  await exited
-  clearTimeout(timer)
-}
-
-export async function stopPeers () {
-  await Promise.all([...processes].map(stop))
-}
-
-/** Synchronous last resort, for process 'exit'. */
-export function killPeers () {
-  for (const child of processes) child.kill('SIGKILL')
 }
 
 /** The first Python that imports the app's modules, with their versions; PEERS_PYTHON first. */

@@ -4,7 +4,7 @@ import autocannon from 'autocannon'
 import { problems, toSample, type Sample } from '../report.js'
 import { resizeItems } from '../seed-items.js'
 import { killServers, pinCpus, startServer, stopServers, type Server } from '../servers.js'
-import { killPeers, peers, stopPeers, type Target } from './peers.js'
+import { peers, type Target } from './peers.js'
 
 const USAGE = `usage: BENCH_DATABASE_URL=postgres://... npm run bench:peers -- [--quick] [--duration s] [--rounds n] [--items n]
   --quick      one 3 s round per scenario after a 1 s warm-up (default: 3 rounds of 10 s after 3 s)
@@ -152,7 +152,7 @@ async function main () {
   const budget = 120 + scenarios.length * (2 + available.length) * (perTarget + 10)
   const watchdog = setTimeout(() => {
     console.error(`bench:peers: still running after ${budget} s; stopping`)
-    Promise.all([stopServers(), stopPeers()]).finally(() => process.exit(1))
+    stopServers().finally(() => process.exit(1))
   }, budget * 1000)
 
   const pinning = pinCpus()
@@ -233,18 +233,17 @@ async function main () {
     console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   } finally {
     clearTimeout(watchdog)
-    await Promise.all([stopServers(), stopPeers()])
+    await stopServers()
   }
 }
 
 process.on('exit', () => {
   killServers()
-  killPeers()
 })
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`\nbench:peers: ${signal}, stopping the servers`)
-    Promise.all([stopServers(), stopPeers()]).finally(() => process.exit(130))
+    stopServers().finally(() => process.exit(130))
   })
 }
 
