@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
+import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured } from './load.js'
 import { formatTable, problems, toRow, writeJson, type Row } from './report.js'
 import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
@@ -18,10 +18,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [
   --duration   seconds per measured run      --rounds   rounds per scenario
   --decay      seconds of one long item-get run, first 10 s against last 10 s (default 60; quick 0 = off)`
 
-function fail (message: string): never {
-  console.error(`bench: ${message}\n${USAGE}`)
-  process.exit(2)
-}
+const fail = failWith('bench', USAGE)
 
 function count (flag: string, value: string | undefined, fallback: number, min = 1) {
   if (value === undefined) return fallback
@@ -31,26 +28,14 @@ function count (flag: string, value: string | undefined, fallback: number, min =
 }
 
 function readFlags () {
-  let values
-  try {
-    values = parseArgs({
-      options: {
-        quick: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-        only: { type: 'string' },
-        duration: { type: 'string' },
-        rounds: { type: 'string' },
-        decay: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false }
-      }
-    }).values
-  } catch (err) {
-    fail((err as Error).message)
-  }
-  if (values.help) {
-    console.log(USAGE)
-    process.exit(0)
-  }
+  const values = readArgs(USAGE, fail, {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    decay: { type: 'string' }
+  } as const)
   const names = values.only?.split(',').map((name) => name.trim()).filter(Boolean)
   const unknown = names?.filter((name) => !allScenarioNames.includes(name)) ?? []
   if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`)

@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os'
-import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
+import { failWith, readArgs } from '../flags.js'
 import { problems, toSample, type Sample } from '../report.js'
 import { resizeItems } from '../seed-items.js'
 import { killServers, pinCpus, startServer, stopServers, type Server } from '../servers.js'
@@ -17,10 +17,7 @@ Peers run when installed (see bench/peers/README.md): FastAPI (Python packages),
 const CONNECTIONS = 50
 const PAGE = 20
 
-function fail (message: string): never {
-  console.error(`bench:peers: ${message}\n${USAGE}`)
-  process.exit(2)
-}
+const fail = failWith('bench:peers', USAGE)
 
 function positive (flag: string, value: string | undefined, fallback: number) {
   if (value === undefined) return fallback
@@ -30,24 +27,12 @@ function positive (flag: string, value: string | undefined, fallback: number) {
 }
 
 function readFlags () {
-  let values
-  try {
-    values = parseArgs({
-      options: {
-        quick: { type: 'boolean', default: false },
-        duration: { type: 'string' },
-        rounds: { type: 'string' },
-        items: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false }
-      }
-    }).values
-  } catch (err) {
-    fail((err as Error).message)
-  }
-  if (values.help) {
-    console.log(USAGE)
-    process.exit(0)
-  }
+  const values = readArgs(USAGE, fail, {
+    quick: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    items: { type: 'string' }
+  } as const)
   const items = positive('items', values.items, 10_000)
   if (!Number.isInteger(items) || items < PAGE) fail(`--items must be an integer of at least ${PAGE}`)
   return {
