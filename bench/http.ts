@@ -4,7 +4,7 @@ export async function call<T = Record<string, unknown>> (baseUrl: string, path: 
   const res = await fetch(baseUrl + path, {
     method,
     ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
-    ...(form ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() } : {})
+    ...(form ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: formBody(form) } : {})
   })
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
   return res.json() as Promise<T>

@@ -39,13 +39,13 @@ export function toSample (result: autocannon.Result): Sample {
   }
 }
 
-function median (values: number[]) {
+export function median (values: number[]) {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
-const sum = (values: number[]) => values.reduce((total, value) => total + value, 0)
+export const sum = (values: number[]) => values.reduce((total, value) => total + value, 0)
 
 export function toRow (name: string, samples: Sample[], ratios: number[], rss: number): Row {
   return {
@@ -74,17 +74,23 @@ export function problems (name: string, samples: Sample[]) {
   })
 }
 
-export function formatTable (rows: Row[]) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', '× bare', 'non-2xx', 'errors', 'RSS MB']
-  const lines = rows.map((r) => [
-    r.name, r.reqPerSec.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), r.ratio.toFixed(2),
-    String(r.non2xx), String(r.errors), r.rssMB.toFixed(1)
-  ])
+/** A plain-text table: the first column left-aligned, the others right-aligned. */
+export function textTable (header: string[], lines: string[][]) {
   const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)))
   const format = (cells: string[]) =>
     cells.map((cell, i) => i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)).join('  ')
   return [format(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(format)].join('\n')
 }
+
+export function formatTable (rows: Row[]) {
+  return textTable(['scenario', 'req/s', 'p50 ms', 'p99 ms', '× bare', 'non-2xx', 'errors', 'RSS MB'], rows.map((r) => [
+    r.name, r.reqPerSec.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), r.ratio.toFixed(2),
+    String(r.non2xx), String(r.errors), r.rssMB.toFixed(1)
+  ]))
+}
+
+/** Userinfo out of a database URL: the output may be pasted anywhere. */
+export const redact = (url: string) => url.replace(/\/\/[^/@]*@/, '//')
 
 /** Writes bench/results/latest.json in the source tree (git-ignored), returns its path. */
 export function writeJson (data: unknown) {

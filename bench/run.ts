@@ -3,7 +3,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured } from './load.js'
-import { formatTable, problems, toRow, writeJson, type Row } from './report.js'
+import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
 import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, startServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
@@ -52,8 +52,6 @@ function readFlags () {
   }
 }
 
-/** Userinfo out of a database URL: the output may be pasted anywhere. */
-const redact = (url: string) => url.replace(/\/\/[^/@]*@/, '//')
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
 
 /** argon2id verifies per second with the app's parameters, on the servers' CPU. */

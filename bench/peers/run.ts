@@ -1,7 +1,8 @@
 import { loadavg } from 'node:os'
 import autocannon from 'autocannon'
 import { failWith, readArgs } from '../flags.js'
-import { problems, toSample, type Sample } from '../report.js'
+import { CONNECTIONS } from '../load.js'
+import { median, problems, redact, sum, textTable, toSample, type Sample } from '../report.js'
 import { resizeItems } from '../seed-items.js'
 import { killServers, pinCpus, startServer, stopServers, type Server } from '../servers.js'
 import { peers, type Target } from './peers.js'
@@ -13,8 +14,6 @@ const USAGE = `usage: BENCH_DATABASE_URL=postgres://... npm run bench:peers -- [
 Peers run when installed (see bench/peers/README.md): FastAPI (Python packages), Platformatic DB 2.x
 (PLATFORMATIC_DIR, default /tmp/plinth-peers/platformatic).`
 
-// The same as bench/run.ts, so the figures compare with npm run bench.
-const CONNECTIONS = 50
 const PAGE = 20
 
 const fail = failWith('bench:peers', USAGE)
@@ -93,20 +92,12 @@ async function load (url: string, next: () => string, seconds: number) {
 
 const bareLoad = (bare: Server, seconds: number) => load(bare.url, () => '/', seconds)
 
-function median (values: number[]) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
-
 interface Row { name: string, samples: Sample[], toBare: number[], toPlinth: number[], rss: number }
 
 function formatTable (rows: Row[]) {
-  const header = ['server / scenario', 'req/s', 'p50 ms', 'p99 ms', '× bare', '× plinth', 'non-2xx', 'errors', 'RSS MB']
-  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
   // Three decimals below 0.1, where count(*) on a big table puts the peers' lists.
   const ratio = (values: number[]) => values.length ? median(values).toFixed(median(values) < 0.1 ? 3 : 2) : '-'
-  const lines = rows.map((r) => [
+  return textTable(['server / scenario', 'req/s', 'p50 ms', 'p99 ms', '× bare', '× plinth', 'non-2xx', 'errors', 'RSS MB'], rows.map((r) => [
     r.name,
     median(r.samples.map((s) => s.reqPerSec)).toFixed(0),
     median(r.samples.map((s) => s.p50)).toFixed(2),
@@ -116,14 +107,8 @@ function formatTable (rows: Row[]) {
     String(sum(r.samples.map((s) => s.non2xx))),
     String(sum(r.samples.map((s) => s.errors))),
     (r.rss / 1024 / 1024).toFixed(1)
-  ])
-  const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)))
-  const format = (cells: string[]) => cells.map((cell, i) => i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)).join('  ')
-  return [format(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(format)].join('\n')
+  ]))
 }
-
-/** Userinfo out of a database URL: the output may be pasted anywhere. */
-const redact = (url: string) => url.replace(/\/\/[^/@]*@/, '//')
 
 async function main () {
   const flags = readFlags()
