@@ -33,6 +33,23 @@ export function createGate (limit: number) {
 type Unsafe = Sql['unsafe']
 
 /**
+ * Refused before PostgreSQL ran anything: no listener (ECONNREFUSED), or a server still starting
+ * (57P03). postgres.js queues new queries on a connection that is still connecting, so one opened
+ * during a restart fails queries sent after the server is ready (test/reliability/outage: a 503
+ * after readiness answered 200). Nothing ran, so one more try, on a new connection, is safe.
+ */
+const neverRan = (err: unknown) => ['ECONNREFUSED', '57P03'].includes((err as { code?: string } | null)?.code ?? '')
+
+async function onceMore<T> (task: () => PromiseLike<T>): Promise<T> {
+  try {
+    return await task()
+  } catch (err) {
+    if (!neverRan(err)) throw err
+    return await task()
+  }
+}
+
+/**
  * The postgres.js client with never more queries in flight than it has connections, so that
  * it never pipelines. Why: postgres.js 3.4.9 keeps its connections in queues whose `shift` leaves
  * a hole and whose `remove` is an `indexOf` from the start; when queries outnumber connections
@@ -48,12 +65,13 @@ export function gated (sql: Sql, limit: number): Sql {
     // Drizzle awaits `unsafe(...)` or `unsafe(...).values()`; the query starts when awaited.
     const lazy = (values: boolean) => ({
       then<A, B> (resolve: (rows: unknown) => A, reject: (err: unknown) => B) {
-        return run(() => values ? sql.unsafe(...args).values() : sql.unsafe(...args)).then(resolve, reject)
+        return run(() => onceMore(() => values ? sql.unsafe(...args).values() : sql.unsafe(...args))).then(resolve, reject)
       }
     })
     return Object.assign(lazy(false), { values: () => lazy(true) })
   }
-  const begin = (...args: unknown[]) => run(() => (sql.begin as (...a: unknown[]) => Promise<unknown>)(...args))
+  // A transaction refused at connect never ran its callback, so it too may be tried once more.
+  const begin = (...args: unknown[]) => run(() => onceMore(() => (sql.begin as (...a: unknown[]) => Promise<unknown>)(...args)))
   return new Proxy(sql, {
     get: (target, key, receiver) => key === 'unsafe' ? unsafe : key === 'begin' ? begin : Reflect.get(target, key, receiver)
   })
