@@ -1,10 +1,27 @@
+import { drizzle as onPglite } from 'drizzle-orm/pglite'
+import { integer, pgTable } from 'drizzle-orm/pg-core'
+import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
 import t from 'tap'
+import type { Database } from '../../db/client.js'
 import { createRepository } from '../../db/crud.js'
-import { items } from '../../db/schema.js'
+import * as schema from '../../db/schema.js'
 import { freshDatabase } from '../helper.js'
 
+const { items } = schema
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items)
+
+/** A repository whose queries are counted: the same connection, seen through Drizzle's logger. */
+function countedRepository () {
+  let queries = 0
+  const logger = { logQuery: () => { queries++ } }
+  const $client = (client.db as unknown as { $client: never }).$client
+  const db = (client.driver === 'postgres' ? onPostgres({ client: $client, schema, logger }) : onPglite({ client: $client, schema, logger })) as unknown as Database
+  return { repo: createRepository(db, items), queries: () => queries }
+}
+
+/** A table the migrations never created. */
+const brokenTable = pgTable('no_such_table', { id: integer('id').primaryKey() })
 
 t.test('create assigns id and defaults, get reads it back', async (t) => {
   const created = await repo.create({ name: 'lamp', price: 12.5 })
@@ -18,6 +35,33 @@ t.test('create assigns id and defaults, get reads it back', async (t) => {
 
 t.test('get of a missing id is null', async (t) => {
   t.equal(await repo.get(2147483647), null)
+})
+
+t.test('concurrent gets share one query and each gets its own row, missing ids null', async (t) => {
+  const made = await Promise.all(['a', 'b', 'c'].map((name) => repo.create({ name, price: 1 })))
+  const ids = [made[2]!.id, 2147483646, made[0]!.id, made[2]!.id, made[1]!.id]
+  const counted = countedRepository()
+  const got = await Promise.all(ids.map((id) => counted.repo.get(id)))
+  t.same(got, [made[2], null, made[0], made[2], made[1]], 'in the order asked, a repeated id twice')
+  t.equal(counted.queries(), 1, 'one round trip for five lookups')
+})
+
+t.test('a get sees a write acknowledged before it was asked', async (t) => {
+  const created = await repo.create({ name: 'fresh', price: 2 })
+  const [before] = await Promise.all([repo.get(created.id), repo.get(1)])
+  t.equal(before?.name, 'fresh')
+  await repo.update(created.id, { name: 'renamed' })
+  t.equal((await repo.get(created.id))?.name, 'renamed', 'no stale copy is kept')
+  await repo.delete(created.id)
+  t.equal(await repo.get(created.id), null)
+})
+
+t.test('a failed batch rejects every lookup in it, and the next batch works', async (t) => {
+  const broken = createRepository(client.db, brokenTable)
+  const results = await Promise.allSettled([broken.get(1), broken.get(2)])
+  t.same(results.map((r) => r.status), ['rejected', 'rejected'])
+  t.match((results[0] as PromiseRejectedResult).reason, { cause: { code: '42P01' } }, 'the table does not exist')
+  t.not(await repo.get(1), undefined)
 })
 
 t.test('update writes only the given fields', async (t) => {

@@ -17,6 +17,18 @@ t.test('every response carries the security headers and nothing that names the s
   }
 })
 
+t.test('the headers are the ones helmet sets, computed once and the same on every kind of answer', async (t) => {
+  const { securityHeaders } = await import('../../plugins/security.js')
+  const computed = securityHeaders({})
+  t.ok(Object.keys(computed).length >= 10, 'helmet\'s default set')
+  t.notOk('x-powered-by' in computed)
+  const expected = Object.keys(securityHeaders({ contentSecurityPolicy: { directives: { defaultSrc: ["'self'"] } } }))
+  for (const [method, url] of [['GET', '/api/v1/health'], ['GET', '/api/v1/items/0'], ['POST', '/api/v1/auth/login'], ['DELETE', '/api/v1/nowhere']] as const) {
+    const res = await app.inject({ method, url })
+    for (const name of expected) t.type(res.headers[name], 'string', `${method} ${url} (${res.statusCode}): ${name}`)
+  }
+})
+
 t.test('Swagger UI fits the policy: no inline script, every script and style from this origin', async (t) => {
   const page = await app.inject({ method: 'GET', url: '/docs/' })
   const html = page.payload
