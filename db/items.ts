@@ -1,5 +1,6 @@
 import { and, asc, count, getTableColumns, gt, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
+import { coalesced } from './coalesce.js'
 import { createRepository, type Repository } from './crud.js'
 import { itemCounts, items } from './schema.js'
 
@@ -12,6 +13,9 @@ export interface ItemSlice {
   total: number
 }
 
+type PageQuery = { q?: string, offset: number, limit: number }
+type AfterQuery = { q?: string, afterId: number, limit: number }
+
 export interface ItemRepository extends Repository<ItemRow, NewItem> {
   /** Exact, from the trigger-maintained counter: the same cost at ten rows or ten million. */
   count (tx?: Database): Promise<number>
@@ -19,9 +23,9 @@ export interface ItemRepository extends Repository<ItemRow, NewItem> {
   searchByName (text: string, limit?: number, tx?: Database): Promise<ItemRow[]>
   countByName (text: string, tx?: Database): Promise<number>
   /** Offset page, of every item or of those whose name contains `q`. */
-  page (query: { q?: string, offset: number, limit: number }, tx?: Database): Promise<ItemSlice>
+  page (query: PageQuery, tx?: Database): Promise<ItemSlice>
   /** Keyset page: items with an id above `afterId`; as fast on the last page as on the first. */
-  pageAfter (query: { q?: string, afterId: number, limit: number }, tx?: Database): Promise<ItemSlice>
+  pageAfter (query: AfterQuery, tx?: Database): Promise<ItemSlice>
 }
 
 /** A LIKE pattern that finds `text` anywhere in a value, `%`, `_` and `\` matching themselves. */
@@ -72,21 +76,27 @@ export function createItemRepository (db: Database): ItemRepository {
     total: found[0]?.total ?? await countAll(tx)
   })
 
+  async function page ({ q, offset, limit }: PageQuery, tx?: Database): Promise<ItemSlice> {
+    if (!q) return slice(await pageWithTotal({ offset, limit }, tx), tx)
+    const [rows, all] = await Promise.all([search({ pattern: containsPattern(q), offset, limit }, tx), countByName(q, tx)])
+    return { rows, total: all }
+  }
+  async function pageAfter ({ q, afterId, limit }: AfterQuery, tx?: Database): Promise<ItemSlice> {
+    if (!q) return slice(await afterWithTotal({ afterId, limit }, tx), tx)
+    const [rows, all] = await Promise.all([searchAfter({ pattern: containsPattern(q), afterId, limit }, tx), countByName(q, tx)])
+    return { rows, total: all }
+  }
+  // Outside a transaction, the same page asked for by many requests at once is read once.
+  const sharedPage = coalesced(page, ({ q, offset, limit }) => `${offset}:${limit}:${q ?? ''}`)
+  const sharedPageAfter = coalesced(pageAfter, ({ q, afterId, limit }) => `${afterId}:${limit}:${q ?? ''}`)
+
   return {
     ...base,
     count: countAll,
     countByName,
     searchByName: (text, limit = 20, tx) => search({ pattern: containsPattern(text), offset: 0, limit }, tx),
-    async page ({ q, offset, limit }, tx) {
-      if (!q) return slice(await pageWithTotal({ offset, limit }, tx), tx)
-      const [rows, all] = await Promise.all([search({ pattern: containsPattern(q), offset, limit }, tx), countByName(q, tx)])
-      return { rows, total: all }
-    },
-    async pageAfter ({ q, afterId, limit }, tx) {
-      if (!q) return slice(await afterWithTotal({ afterId, limit }, tx), tx)
-      const [rows, all] = await Promise.all([searchAfter({ pattern: containsPattern(q), afterId, limit }, tx), countByName(q, tx)])
-      return { rows, total: all }
-    }
+    page: (query, tx) => tx ? page(query, tx) : sharedPage(query),
+    pageAfter: (query, tx) => tx ? pageAfter(query, tx) : sharedPageAfter(query)
   }
 }
 

@@ -2,10 +2,13 @@ import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
+import { drizzle as onPglite } from 'drizzle-orm/pglite'
+import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import { buildApp, type App, type BuildOptions } from '../app.js'
 import type { Config } from '../config.js'
-import { connect, connectPglite, type DatabaseClient } from '../db/client.js'
+import { connect, connectPglite, type Database, type DatabaseClient } from '../db/client.js'
+import * as schema from '../db/schema.js'
 import { users } from '../db/schema.js'
 
 import type { Test } from 'tap'
@@ -78,6 +81,15 @@ export async function freshDatabase (t: Test, { migrated = true } = {}): Promise
   t.teardown(() => client.close())
   if (migrated) await client.migrate()
   return client
+}
+
+/** `client`'s connection seen through another Drizzle instance that counts the queries it sends. */
+export function countingDatabase (client: DatabaseClient) {
+  let queries = 0
+  const logger = { logQuery: () => { queries++ } }
+  const $client = (client.db as unknown as { $client: never }).$client
+  const db = client.driver === 'postgres' ? onPostgres({ client: $client, schema, logger }) : onPglite({ client: $client, schema, logger })
+  return { db: db as unknown as Database, queries: () => queries }
 }
 
 /**

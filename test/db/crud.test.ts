@@ -1,24 +1,11 @@
-import { drizzle as onPglite } from 'drizzle-orm/pglite'
 import { integer, pgTable } from 'drizzle-orm/pg-core'
-import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
 import t from 'tap'
-import type { Database } from '../../db/client.js'
 import { createRepository } from '../../db/crud.js'
-import * as schema from '../../db/schema.js'
-import { freshDatabase } from '../helper.js'
+import { items } from '../../db/schema.js'
+import { countingDatabase, freshDatabase } from '../helper.js'
 
-const { items } = schema
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items)
-
-/** A repository whose queries are counted: the same connection, seen through Drizzle's logger. */
-function countedRepository () {
-  let queries = 0
-  const logger = { logQuery: () => { queries++ } }
-  const $client = (client.db as unknown as { $client: never }).$client
-  const db = (client.driver === 'postgres' ? onPostgres({ client: $client, schema, logger }) : onPglite({ client: $client, schema, logger })) as unknown as Database
-  return { repo: createRepository(db, items), queries: () => queries }
-}
 
 /** A table the migrations never created. */
 const brokenTable = pgTable('no_such_table', { id: integer('id').primaryKey() })
@@ -40,8 +27,9 @@ t.test('get of a missing id is null', async (t) => {
 t.test('concurrent gets share one query and each gets its own row, missing ids null', async (t) => {
   const made = await Promise.all(['a', 'b', 'c'].map((name) => repo.create({ name, price: 1 })))
   const ids = [made[2]!.id, 2147483646, made[0]!.id, made[2]!.id, made[1]!.id]
-  const counted = countedRepository()
-  const got = await Promise.all(ids.map((id) => counted.repo.get(id)))
+  const counted = countingDatabase(client)
+  const countedRepo = createRepository(counted.db, items)
+  const got = await Promise.all(ids.map((id) => countedRepo.get(id)))
   t.same(got, [made[2], null, made[0], made[2], made[1]], 'in the order asked, a repeated id twice')
   t.equal(counted.queries(), 1, 'one round trip for five lookups')
 })

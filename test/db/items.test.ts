@@ -2,7 +2,7 @@ import { count, gt, sql } from 'drizzle-orm'
 import t from 'tap'
 import { containsPattern, createItemRepository, seedItems } from '../../db/items.js'
 import { itemCounts, items } from '../../db/schema.js'
-import { freshDatabase } from '../helper.js'
+import { countingDatabase, freshDatabase } from '../helper.js'
 
 const client = await freshDatabase(t)
 const { db } = client
@@ -105,4 +105,37 @@ t.test('page and pageAfter return the rows with the whole total, with or without
     t.same(await repo.pageAfter({ q: 'widget', afterId: 0, limit: 1 }, tx), { rows: widgets.slice(0, 1), total: 25 }, 'inside a transaction')
     t.same(await repo.page({ offset: 0, limit: 1 }, tx), { rows: all.slice(0, 1), total: all.length })
   })
+})
+
+t.test('the same page asked for at once is read once; other pages get their own rows', async (t) => {
+  const counted = countingDatabase(client)
+  const shared = createItemRepository(counted.db)
+  const all = await repo.list({ offset: 0, limit: 100 })
+  const asks = [
+    shared.page({ offset: 0, limit: 5 }), shared.page({ offset: 0, limit: 5 }), shared.page({ offset: 5, limit: 5 }),
+    shared.pageAfter({ afterId: all[1]!.id, limit: 2 }), shared.pageAfter({ afterId: all[1]!.id, limit: 2 }),
+    shared.page({ q: 'widget', offset: 0, limit: 2 }), shared.page({ q: 'widget', offset: 0, limit: 2 })
+  ]
+  const [first, again, second, after, afterAgain, search, searchAgain] = await Promise.all(asks)
+  const total = all.length
+  t.same(first, { rows: all.slice(0, 5), total })
+  t.equal(again, first, 'the two identical asks share one answer')
+  t.same(second, { rows: all.slice(5, 10), total })
+  t.same(after, { rows: all.slice(2, 4), total })
+  t.equal(afterAgain, after)
+  t.same(search?.total, 25)
+  t.equal(searchAgain, search)
+  t.equal(counted.queries(), 2 + 1 + 2, 'one query per distinct page: two offset pages, a keyset page, a search (rows and count)')
+})
+
+t.test('a shared page is read after the writes acknowledged before it, and an error reaches every caller', async (t) => {
+  const before = await repo.page({ offset: 0, limit: 1 })
+  const created = await repo.create({ name: 'just made', price: 1 })
+  const [a, b] = await Promise.all([repo.page({ offset: 0, limit: 1 }), repo.page({ offset: 0, limit: 1 })])
+  t.equal(a!.total, before.total + 1, 'the new item is counted')
+  t.equal(b!.total, before.total + 1)
+  await repo.delete(created.id)
+  const bad = await Promise.allSettled([repo.page({ offset: -1, limit: 1 }), repo.page({ offset: -1, limit: 1 })])
+  t.same(bad.map((r) => r.status), ['rejected', 'rejected'], 'OFFSET must not be negative')
+  t.same(await repo.page({ offset: 0, limit: 1 }), { rows: before.rows, total: before.total }, 'the next page works')
 })
