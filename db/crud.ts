@@ -2,6 +2,7 @@ import DataLoader from 'dataloader'
 import { asc, count, eq, getTableName, gt, sql, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { Database } from './client.js'
+import { sqlState } from './errors.js'
 
 /** Any table whose primary key is an integer column named `id`. */
 export type TableWithId = PgTable & { id: PgColumn }
@@ -39,10 +40,11 @@ const MAX_BATCH = 100
  * The generic repository Profiles B and C share. Reads run as prepared statements (the query
  * builder costs about half the throughput on a hot route); inside a transaction they run on it.
  *
- * `get` outside a transaction is batched: the lookups of every request read in one turn of the
- * event loop go out as one `id = any($1)` query when the turn ends (setImmediate), so a busy
- * server sends PostgreSQL one query for many requests. Nothing is cached: each batch is a fresh
- * query sent after its requests arrived, so it sees every write acknowledged before them.
+ * Outside a transaction, `get` and `create` are batched: the calls of one turn of the event loop
+ * go out as one query when the turn ends (setImmediate), so a busy server sends PostgreSQL one
+ * `id = any($1)` lookup, or one multi-row INSERT and one commit, for many requests. Nothing is
+ * cached: each batch is sent after its requests arrived, so it sees every write acknowledged
+ * before them, and a created row is acknowledged only once its batch has committed.
  */
 export function createRepository<T extends TableWithId> (db: Database, table: T):
 Repository<InferSelectModel<T>, InferInsertModel<T>> {
@@ -74,6 +76,23 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
     return ids.map((id) => byId.get(id) ?? null)
   }, { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (flush) => setImmediate(flush) })
 
+  const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
+    await exec.insert(table).values(rows).returning() as Row[]
+  const inserts = new DataLoader<InferInsertModel<T>, Row>(async (batch) => {
+    let rows: Row[]
+    try {
+      rows = await insert([...batch], db)
+    } catch (err) {
+      // A row the database refused (SQLSTATE class 22 or 23: bad data, a broken constraint) fails
+      // the whole statement, which wrote nothing: each row is then tried on its own, so only the
+      // offending ones fail. Any other error (the database is down) is every row's answer.
+      if (batch.length === 1 || !/^2[23]/.test(sqlState(err) ?? '')) throw err
+      return Promise.all(batch.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => e)))
+    }
+    // Identity values are drawn in VALUES order, so ascending ids are the batch's order.
+    return rows.sort((a, b) => (a.id as number) - (b.id as number))
+  }, { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (flush) => setImmediate(flush) })
+
   return {
     async get (id, tx) {
       if (!tx) return batch.load(id)
@@ -93,8 +112,8 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       return rows[0]?.total ?? 0
     },
     async create (values, tx) {
-      const rows = await (tx ?? db).insert(table).values(values).returning()
-      return (rows as Row[])[0] as Row
+      if (!tx) return inserts.load(values)
+      return (await insert([values], tx))[0]!
     },
     async update (id, values, tx) {
       const change = definedOnly(values)

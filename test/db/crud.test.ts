@@ -34,6 +34,32 @@ t.test('concurrent gets share one query and each gets its own row, missing ids n
   t.equal(counted.queries(), 1, 'one round trip for five lookups')
 })
 
+t.test('concurrent creates share one INSERT, and each gets back its own row', async (t) => {
+  const counted = countingDatabase(client)
+  const countedRepo = createRepository(counted.db, items)
+  const names = Array.from({ length: 30 }, (_, i) => `batch ${i}`)
+  const made = await Promise.all(names.map((name, i) => countedRepo.create({ name, price: i, in_stock: i % 2 === 0 })))
+  t.same(made.map((row) => [row.name, row.price, row.in_stock]), names.map((name, i) => [name, i, i % 2 === 0]), 'in the order asked')
+  t.equal(new Set(made.map((row) => row.id)).size, 30, 'thirty ids')
+  t.equal(counted.queries(), 1, 'one statement')
+  for (const row of made) t.same(await repo.get(row.id), row, `${row.name} is stored as returned`)
+})
+
+t.test('a refused row in a batch fails alone; the others are stored', async (t) => {
+  const before = await repo.count()
+  const results = await Promise.allSettled([
+    repo.create({ name: 'kept 1', price: 1 }),
+    repo.create({ name: 'refused', price: -1 }),
+    repo.create({ name: 'kept 2', price: 2 }),
+    repo.create({ name: 'x'.repeat(129), price: 3 })
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'rejected'])
+  t.match((results[1] as PromiseRejectedResult).reason, { cause: { code: '23514' } }, 'the price check')
+  t.equal(await repo.count(), before + 2, 'exactly the two good rows')
+  const kept = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ name: string }>).value.name)
+  t.same(kept, ['kept 1', 'kept 2'])
+})
+
 t.test('a get sees a write acknowledged before it was asked', async (t) => {
   const created = await repo.create({ name: 'fresh', price: 2 })
   const [before] = await Promise.all([repo.get(created.id), repo.get(1)])
