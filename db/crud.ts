@@ -1,6 +1,6 @@
-import DataLoader from 'dataloader'
 import { asc, count, eq, getTableName, gt, sql, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
+import { batched } from './batch.js'
 import type { Database } from './client.js'
 import { sqlState } from './errors.js'
 
@@ -32,9 +32,6 @@ export interface Repository<Row, Insert> {
 export function definedOnly<T extends object> (values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>
 }
-
-/** Most ids one `get` batch asks for; more wait for the next batch. */
-const MAX_BATCH = 100
 
 /**
  * The generic repository Profiles B and C share. Reads run as prepared statements (the query
@@ -70,15 +67,15 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
     count: selectCount(db).prepare(`${name}_count`)
   }
 
-  const batch = new DataLoader<number, Row | null>(async (ids) => {
+  const lookups = batched<number, Row | null>(async (ids) => {
     const rows = await prepared.getMany.execute({ ids }) as Row[]
     const byId = new Map(rows.map((row) => [row.id as number, row]))
     return ids.map((id) => byId.get(id) ?? null)
-  }, { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (flush) => setImmediate(flush) })
+  })
 
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
     await exec.insert(table).values(rows).returning() as Row[]
-  const inserts = new DataLoader<InferInsertModel<T>, Row>(async (batch) => {
+  const inserts = batched<InferInsertModel<T>, Row>(async (batch) => {
     let rows: Row[]
     try {
       rows = await insert([...batch], db)
@@ -91,11 +88,11 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
     }
     // Identity values are drawn in VALUES order, so ascending ids are the batch's order.
     return rows.sort((a, b) => (a.id as number) - (b.id as number))
-  }, { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (flush) => setImmediate(flush) })
+  })
 
   return {
     async get (id, tx) {
-      if (!tx) return batch.load(id)
+      if (!tx) return lookups.load(id)
       const rows = await selectById(tx).execute({ id })
       return (rows[0] as Row | undefined) ?? null
     },
