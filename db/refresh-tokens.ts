@@ -37,9 +37,16 @@ export function createRefreshTokens (db: Database, { reuseDetection = false } = 
     return rows.length > 0 ? 'reused' : 'invalid'
   }
 
+  const insert = db.insert(refreshTokens).values({
+    jti: sql.placeholder('jti'),
+    user_id: sql.placeholder('user_id'),
+    family_id: sql.placeholder('family_id'),
+    expires_at: sql.placeholder('expires_at')
+  }).prepare('refresh_tokens_store')
+
   return {
     async store (record: NewRefreshRecord, tx?: Database) {
-      await (tx ?? db).insert(refreshTokens).values(record)
+      await (tx ? tx.insert(refreshTokens).values(record) : insert.execute(record))
     },
 
     /**
