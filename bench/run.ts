@@ -5,7 +5,7 @@ import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured } from './load.js'
 import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
 import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
-import { killServers, pinCpus, runPinned, startServer, stopServers, type Pinning, type Server } from './servers.js'
+import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
 
 const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
@@ -93,7 +93,7 @@ async function main () {
   }, budget * 1000)
 
   console.log(`plinth bench (${flags.mode}): ${flags.rounds} round(s) of ${flags.duration} s after ${flags.warmup} s warm-up, ` +
-    `${CONNECTIONS} connections, Node ${process.version}`)
+    `${CONNECTIONS} connections, Node ${process.version}, servers run with ${START_FLAGS.join(' ') || 'no flags'} (as npm start)`)
   // Other processes on these CPUs skew every number: the load average says how busy the host was.
   console.log(`database: ${redact(database)}; CPUs: ${pinning.note}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   const notes: string[] = []

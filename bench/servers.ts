@@ -1,5 +1,6 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { promisify } from 'node:util'
@@ -11,6 +12,15 @@ const ANSWER_TIMEOUT_MS = 5_000
 const STOP_TIMEOUT_MS = 5_000
 
 const children = new Set<ChildProcess>()
+
+/**
+ * The Node flags `npm start` runs the server with (package.json), given to every server child,
+ * the bare baseline included, so the bench measures the server as it is deployed.
+ */
+export const START_FLAGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
+  return pkg.scripts.start.split(/\s+/).filter((word) => word.startsWith('--'))
+})()
 
 export interface Pinning {
   /** Prefix for the server children's command line. */
@@ -61,7 +71,7 @@ function answer<T extends ChildMessage['type']> (child: ChildProcess, type: T, m
 /** Starts dist/bench/<entry>.js in a child process and waits until it listens. */
 export async function startServer (name: string, entry: string, pinning: Pinning, env: NodeJS.ProcessEnv = {}): Promise<Server> {
   const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
-  const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, file]
+  const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, ...START_FLAGS, file]
   const started = performance.now()
   const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
   track(child)

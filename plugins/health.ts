@@ -1,5 +1,6 @@
 import createError from '@fastify/error'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { coalesced } from '../db/batch.js'
 import { addSchemas, ref } from '../schemas/common.js'
 import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
@@ -24,6 +25,8 @@ async function within (ms: number, check: () => Promise<void>) {
 /** Liveness (no I/O, so a slow database never restarts a healthy process) and readiness. */
 const health: FastifyPluginAsyncTypebox = async (app) => {
   addSchemas(app, [ProblemSchema, HealthSchema])
+  // The probes that arrive in one event-loop turn share one ping: its answer is as fresh for all.
+  const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.dbClient.ping()), (key) => key)
 
   app.get('/health', {
     schema: {
@@ -45,7 +48,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async function readiness (request) {
     try {
-      await within(READY_TIMEOUT_MS, () => app.dbClient.ping())
+      await ping('ping')
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed')
       throw new NotReadyError()
