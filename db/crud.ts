@@ -109,8 +109,9 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       return rows[0]?.total ?? 0
     },
     async create (values, tx) {
-      if (!tx) return inserts.load(values)
-      return (await insert([values], tx))[0]!
+      // A caller's own id would break the id order the batch relies on: such rows go alone.
+      if (!tx && !('id' in values)) return inserts.load(values)
+      return (await insert([values], tx ?? db))[0]!
     },
     async update (id, values, tx) {
       const change = definedOnly(values)

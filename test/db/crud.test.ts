@@ -1,4 +1,5 @@
-import { integer, pgTable } from 'drizzle-orm/pg-core'
+import { sql } from 'drizzle-orm'
+import { integer, pgTable, text } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
 import { items } from '../../db/schema.js'
@@ -58,6 +59,13 @@ t.test('a refused row in a batch fails alone; the others are stored', async (t) 
   t.equal(await repo.count(), before + 2, 'exactly the two good rows')
   const kept = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ name: string }>).value.name)
   t.same(kept, ['kept 1', 'kept 2'])
+})
+
+t.test('rows given their own ids are inserted alone, each returned to its caller', async (t) => {
+  await client.db.execute(sql`create table explicit_ids (id integer primary key, name text not null)`)
+  const explicit = createRepository(client.db, pgTable('explicit_ids', { id: integer('id').primaryKey(), name: text('name').notNull() }))
+  const made = await Promise.all([[5, 'five'], [3, 'three'], [4, 'four']].map(([id, name]) => explicit.create({ id: id as number, name: name as string })))
+  t.same(made, [{ id: 5, name: 'five' }, { id: 3, name: 'three' }, { id: 4, name: 'four' }])
 })
 
 t.test('a get sees a write acknowledged before it was asked', async (t) => {
