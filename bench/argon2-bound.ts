@@ -1,32 +1,39 @@
 import { performance } from 'node:perf_hooks'
-import { hashPassword, verifyPassword } from '../routes/accounts/passwords.js'
+import { hash, verify } from '@node-rs/argon2'
+import { PARAMS } from '../routes/accounts/passwords.js'
 
 /**
  * The login scenario's ceiling: argon2id verifies per second with the app's own parameters
- * (routes/accounts/passwords.ts), pinned to the server's CPU like the server. Run by bench/run.js
- * as `node argon2-bound.js SECONDS`; prints `{ "perSecond": n, "msPerVerify": n }`.
+ * (routes/accounts/passwords.ts), pinned to the server's CPU like the server. It calls the
+ * library directly, 1, 2 and 4 at a time (4 is libuv's pool), and keeps the best, so the bound
+ * does not depend on how the app schedules its verifies. Run by bench/run.js as
+ * `node argon2-bound.js SECONDS` (per width); prints `{ "perSecond": n, "msPerVerify": n, "width": n }`.
  */
-async function measure (seconds: number) {
-  const password = 'bench password 1234'
-  const hashed = await hashPassword(password)
-  await verifyPassword(hashed, password)
+async function measure (hashed: string, password: string, width: number, seconds: number) {
   let done = 0
   const started = performance.now()
   const until = started + seconds * 1000
-  // As many at once as the server's login route can have: libuv's pool (4 threads by default).
   const lane = async () => {
     while (performance.now() < until) {
-      if (!await verifyPassword(hashed, password)) throw new Error('verify failed')
+      if (!await verify(hashed, password)) throw new Error('verify failed')
       done++
     }
   }
-  const width = Number(process.env.UV_THREADPOOL_SIZE) || 4
   await Promise.all(Array.from({ length: width }, lane))
   const elapsed = (performance.now() - started) / 1000
-  return { perSecond: done / elapsed, msPerVerify: (elapsed * 1000 * width) / done }
+  return { perSecond: done / elapsed, msPerVerify: (elapsed * 1000 * width) / done, width }
 }
 
-measure(Number(process.argv[2]) || 3).then((result) => {
+async function best (seconds: number) {
+  const password = 'bench password 1234'
+  const hashed = await hash(password, PARAMS)
+  await verify(hashed, password)
+  const runs = []
+  for (const width of [1, 2, 4]) runs.push(await measure(hashed, password, width, seconds))
+  return runs.reduce((a, b) => (b.perSecond > a.perSecond ? b : a))
+}
+
+best(Number(process.argv[2]) || 3).then((result) => {
   process.stdout.write(JSON.stringify(result) + '\n')
 }, (err: unknown) => {
   console.error(err)

@@ -1,12 +1,16 @@
 import { and, eq, lt, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
-import { loginFailures } from './schema.js'
+import type { NewRefreshRecord } from './refresh-tokens.js'
+import { loginFailures, refreshTokens, users } from './schema.js'
+import type { User } from './users.js'
 
 export interface Attempt {
   /** Attempts in the current window, this one included. */
   count: number
   /** Seconds until the window resets. */
   retryAfter: number
+  /** The account with the attempt's email, if there is one. */
+  user: User | null
 }
 
 /**
@@ -18,10 +22,11 @@ export function createLoginFailures (db: Database, windowSeconds: number) {
   const window = sql.raw(`interval '${Math.trunc(windowSeconds)} seconds'`)
   const current = sql`${loginFailures.window_start} > now() - ${window}`
 
-  // Prepared once: login runs both on every attempt, and building them cost more main-thread
-  // time than the rest of the route (the argon2 threads share the process's CPU).
+  // Prepared once, and each one statement with the login's other work on its table: login's
+  // main thread shares the CPU with the argon2 verifies, and every statement built or every
+  // round trip taken costs them time.
   const place = { email: sql.placeholder('email'), address: sql.placeholder('address') }
-  const count = db.insert(loginFailures).values({ ...place, failures: 1 })
+  const counted = db.$with('counted').as(db.insert(loginFailures).values({ ...place, failures: 1 })
     .onConflictDoUpdate({
       target: [loginFailures.email, loginFailures.address],
       set: {
@@ -31,21 +36,33 @@ export function createLoginFailures (db: Database, windowSeconds: number) {
     })
     .returning({
       count: loginFailures.failures,
-      retryAfter: sql<number>`greatest(1, ceil(extract(epoch from ${loginFailures.window_start} + ${window} - now())))::int`
-    })
+      retryAfter: sql<number>`greatest(1, ceil(extract(epoch from ${loginFailures.window_start} + ${window} - now())))::int`.as('retry_after')
+    }))
+  const count = db.with(counted).select({ count: counted.count, retryAfter: counted.retryAfter, user: users })
+    .from(counted).leftJoin(users, eq(users.email, place.email))
     .prepare('login_failures_attempt')
+  const cleared = db.$with('cleared').as(db.delete(loginFailures)
+    .where(and(eq(loginFailures.email, place.email), eq(loginFailures.address, place.address))))
   const clear = db.delete(loginFailures)
     .where(and(eq(loginFailures.email, place.email), eq(loginFailures.address, place.address)))
     .prepare('login_failures_forget')
+  const clearAndStore = db.with(cleared).insert(refreshTokens).values({
+    jti: sql.placeholder('jti'),
+    user_id: sql.placeholder('user_id'),
+    family_id: sql.placeholder('family_id'),
+    expires_at: sql.placeholder('expires_at')
+  }).prepare('login_failures_forget_and_store')
 
   return {
+    /** Counts an attempt, and reads the account with that email (lower-cased) in the same statement. */
     async attempt (email: string, address: string): Promise<Attempt> {
       const [row] = await count.execute({ email, address })
-      return row as Attempt
+      return row!
     },
 
-    async forget (email: string, address: string) {
-      await clear.execute({ email, address })
+    /** Forgets the attempts; with a refresh token, stores it in the same statement. */
+    async forget (email: string, address: string, token?: NewRefreshRecord) {
+      await (token ? clearAndStore.execute({ email, address, ...token }) : clear.execute({ email, address }))
     },
 
     async purgeExpired (): Promise<number> {

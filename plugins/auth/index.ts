@@ -15,7 +15,7 @@ export interface AuthOptions {
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
-    payload: Omit<TokenClaims, 'iat' | 'exp'>
+    payload: TokenClaims
     /** The account behind the access token, loaded fresh on every request. */
     user: User
   }

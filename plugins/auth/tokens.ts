@@ -40,19 +40,23 @@ export function subjectId (claims: TokenClaims): number {
 }
 
 export function createTokens (jwt: JWT, lifetimes: { accessSeconds: number, refreshSeconds: number }) {
-  const sign = (subject: TokenSubject, type: TokenType, seconds: number, jti = randomUUID()) =>
-    jwt.sign({ sub: String(subject.id), scopes: subject.scopes, type, jti }, { expiresIn: seconds })
+  // `iat` and `exp` go in the payload: signing with an `expiresIn` option makes @fastify/jwt build
+  // a new fast-jwt signer on every call.
+  const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti = randomUUID()) =>
+    jwt.sign({ sub: String(subject.id), scopes: subject.scopes, type, jti, iat, exp })
 
   return {
     /** A new access token and a new refresh token for the subject's current scopes. */
     issuePair (subject: TokenSubject): IssuedPair {
+      const now = Math.floor(Date.now() / 1000)
       const jti = randomUUID()
+      const refreshExp = now + lifetimes.refreshSeconds
       return {
-        access_token: sign(subject, 'access', lifetimes.accessSeconds),
-        refresh_token: sign(subject, 'refresh', lifetimes.refreshSeconds, jti),
+        access_token: sign(subject, 'access', now, now + lifetimes.accessSeconds),
+        refresh_token: sign(subject, 'refresh', now, refreshExp, jti),
         token_type: 'bearer',
         expires_in: lifetimes.accessSeconds,
-        refresh: { jti, expires_at: new Date(Date.now() + lifetimes.refreshSeconds * 1000) }
+        refresh: { jti, expires_at: new Date(refreshExp * 1000) }
       }
     },
 

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
-import { users } from '../../../db/schema.js'
+import { loginFailures, refreshTokens, users } from '../../../db/schema.js'
 import { hashPassword } from '../../../routes/accounts/passwords.js'
 import { PASSWORD, build, claimsOf, register } from '../../helper.js'
 
@@ -137,4 +137,52 @@ t.test('throttling: 0 disables the limit', async (t) => {
     t.equal((await app.inject(form({ username: 'ada@example.com', password: 'guess' }))).statusCode, 401)
   }
   t.equal((await app.inject(form({ username: 'ada@example.com', password: PASSWORD }))).statusCode, 200)
+})
+
+t.test('throttling on: the login stores its refresh token (one statement with the reset), and an unknown email is counted too', async (t) => {
+  const limited = await build(t, { LOGIN_MAX_FAILURES: 2 })
+  const user = await register(limited, 'counted@example.com')
+  const login = (username: string, password = PASSWORD) => limited.inject(form({ username, password }))
+
+  t.equal((await login('counted@example.com', 'guess')).statusCode, 401)
+  const ok = await login('COUNTED@example.com')
+  t.equal(ok.statusCode, 200, 'the account is read with the count, whatever the email\'s case')
+  const { jti } = claimsOf(ok.json().refresh_token)
+  const [stored] = await limited.db.select().from(refreshTokens).where(eq(refreshTokens.jti, String(jti)))
+  t.equal(stored?.user_id, user.id, 'the refresh token is stored')
+  t.same(await limited.db.select().from(loginFailures).where(eq(loginFailures.email, 'counted@example.com')), [], 'and the count is gone')
+  const refreshed = await limited.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: ok.json().refresh_token } })
+  t.equal(refreshed.statusCode, 200, 'so it can be rotated')
+
+  for (let i = 0; i < 2; i++) t.equal((await login('ghost@example.com')).statusCode, 401)
+  t.equal((await login('ghost@example.com')).statusCode, 429, 'no account: counted all the same')
+})
+
+t.test('throttling on: an inactive account\'s right password resets the count and stores no token', async (t) => {
+  const limited = await build(t, { LOGIN_MAX_FAILURES: 2 })
+  const user = await register(limited, 'dormant@example.com')
+  await limited.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  const login = (password: string) => limited.inject(form({ username: 'dormant@example.com', password }))
+  t.equal((await login('guess')).statusCode, 401)
+  t.equal((await login(PASSWORD)).statusCode, 403)
+  t.equal((await login('guess')).statusCode, 401)
+  t.equal((await login('guess')).statusCode, 401, 'the 403 reset the count')
+  t.same(await limited.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id)), [])
+})
+
+t.test('many logins at once (more than the CPUs that verify): each gets its own pair, a bad hash holds no slot', async (t) => {
+  const emails = Array.from({ length: 12 }, (_, i) => `crowd${i}@example.com`)
+  await Promise.all(emails.map((email) => register(app, email)))
+  const broken = await register(app, 'broken-hash@example.com')
+  await app.db.update(users).set({ hashed_password: 'not an argon2 hash' }).where(eq(users.id, broken.id))
+
+  const answers = await Promise.all([
+    ...emails.map((username) => app.inject(form({ username, password: PASSWORD }))),
+    ...emails.map((username) => app.inject(form({ username, password: 'wrong password' }))),
+    ...Array.from({ length: 6 }, () => app.inject(form({ username: 'broken-hash@example.com', password: PASSWORD })))
+  ])
+  t.same(answers.map((res) => res.statusCode), [...emails.map(() => 200), ...emails.map(() => 401), 401, 401, 401, 401, 401, 401])
+  const jtis = new Set(answers.slice(0, emails.length).map((res) => claimsOf(res.json().refresh_token).jti))
+  t.equal(jtis.size, emails.length, 'distinct refresh tokens')
+  t.equal((await app.inject(form({ username: emails[0]!, password: PASSWORD }))).statusCode, 200, 'verifying goes on afterwards')
 })
