@@ -51,10 +51,19 @@ export function sampler<T> (everyMs: number, read: () => Promise<T>) {
 }
 
 /** The median of the values sampled from `from` to `to` seconds. */
-export function medianBetween (samples: Array<Sample<number>>, from: number, to: number): number {
+function valuesBetween (samples: Array<Sample<number>>, from: number, to: number): number[] {
   const values = samples.filter(({ at }) => at >= from && at <= to).map(({ value }) => value).sort((a, b) => a - b)
   if (values.length === 0) throw new Error(`no sample from ${from} to ${to} s`)
+  return values
+}
+
+export function medianBetween (samples: Array<Sample<number>>, from: number, to: number): number {
+  const values = valuesBetween(samples, from, to)
   return values[Math.floor(values.length / 2)] as number
+}
+
+export function maxBetween (samples: Array<Sample<number>>, from: number, to: number): number {
+  return valuesBetween(samples, from, to).at(-1) as number
 }
 
 export interface RefreshRows {
