@@ -22,10 +22,11 @@ export function createLoginFailures (db: Database, windowSeconds: number) {
   const window = sql.raw(`interval '${Math.trunc(windowSeconds)} seconds'`)
   const current = sql`${loginFailures.window_start} > now() - ${window}`
 
-  // Prepared once, and each one statement with the login's other work on its table: login's
-  // main thread shares the CPU with the argon2 verifies, and every statement built or every
-  // round trip taken costs them time.
+  // Prepared once, and each also does the login's other work at that step (reading the account,
+  // storing the refresh token): a login takes two round trips. Its main thread shares the CPU
+  // with the argon2 verifies, and every statement built or round trip taken costs them time.
   const place = { email: sql.placeholder('email'), address: sql.placeholder('address') }
+  const pair = and(eq(loginFailures.email, place.email), eq(loginFailures.address, place.address))
   const counted = db.$with('counted').as(db.insert(loginFailures).values({ ...place, failures: 1 })
     .onConflictDoUpdate({
       target: [loginFailures.email, loginFailures.address],
@@ -41,11 +42,8 @@ export function createLoginFailures (db: Database, windowSeconds: number) {
   const count = db.with(counted).select({ count: counted.count, retryAfter: counted.retryAfter, user: users })
     .from(counted).leftJoin(users, eq(users.email, place.email))
     .prepare('login_failures_attempt')
-  const cleared = db.$with('cleared').as(db.delete(loginFailures)
-    .where(and(eq(loginFailures.email, place.email), eq(loginFailures.address, place.address))))
-  const clear = db.delete(loginFailures)
-    .where(and(eq(loginFailures.email, place.email), eq(loginFailures.address, place.address)))
-    .prepare('login_failures_forget')
+  const clear = db.delete(loginFailures).where(pair).prepare('login_failures_forget')
+  const cleared = db.$with('cleared').as(db.delete(loginFailures).where(pair))
   const clearAndStore = db.with(cleared).insert(refreshTokens).values({
     jti: sql.placeholder('jti'),
     user_id: sql.placeholder('user_id'),
