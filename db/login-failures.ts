@@ -1,6 +1,6 @@
 import { and, eq, lt, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
-import type { NewRefreshRecord } from './refresh-tokens.js'
+import { recordPlaceholders, type NewRefreshRecord } from './refresh-tokens.js'
 import { loginFailures, refreshTokens, users } from './schema.js'
 import type { User } from './users.js'
 
@@ -44,12 +44,8 @@ export function createLoginFailures (db: Database, windowSeconds: number) {
     .prepare('login_failures_attempt')
   const clear = db.delete(loginFailures).where(pair).prepare('login_failures_forget')
   const cleared = db.$with('cleared').as(db.delete(loginFailures).where(pair))
-  const clearAndStore = db.with(cleared).insert(refreshTokens).values({
-    jti: sql.placeholder('jti'),
-    user_id: sql.placeholder('user_id'),
-    family_id: sql.placeholder('family_id'),
-    expires_at: sql.placeholder('expires_at')
-  }).prepare('login_failures_forget_and_store')
+  const clearAndStore = db.with(cleared).insert(refreshTokens).values(recordPlaceholders)
+    .prepare('login_failures_forget_and_store')
 
   return {
     /** Counts an attempt, and reads the account with that email (lower-cased) in the same statement. */

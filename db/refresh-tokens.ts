@@ -5,6 +5,14 @@ import { refreshTokens } from './schema.js'
 export type RefreshRecord = typeof refreshTokens.$inferSelect
 export type NewRefreshRecord = Pick<RefreshRecord, 'jti' | 'user_id' | 'family_id' | 'expires_at'>
 
+/** A new record's columns as placeholders, for prepared inserts of a `NewRefreshRecord`. */
+export const recordPlaceholders = {
+  jti: sql.placeholder('jti'),
+  user_id: sql.placeholder('user_id'),
+  family_id: sql.placeholder('family_id'),
+  expires_at: sql.placeholder('expires_at')
+}
+
 /** What presenting a refresh token did: rotated or revoked it, found it unusable, or found it replayed. */
 export type Outcome = 'ok' | 'invalid' | 'reused'
 
@@ -37,12 +45,7 @@ export function createRefreshTokens (db: Database, { reuseDetection = false } = 
     return rows.length > 0 ? 'reused' : 'invalid'
   }
 
-  const insert = db.insert(refreshTokens).values({
-    jti: sql.placeholder('jti'),
-    user_id: sql.placeholder('user_id'),
-    family_id: sql.placeholder('family_id'),
-    expires_at: sql.placeholder('expires_at')
-  }).prepare('refresh_tokens_store')
+  const insert = db.insert(refreshTokens).values(recordPlaceholders).prepare('refresh_tokens_store')
 
   return {
     async store (record: NewRefreshRecord, tx?: Database) {

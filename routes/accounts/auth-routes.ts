@@ -71,8 +71,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     const email = request.body.username.toLowerCase()
     const limited = ctx.loginMaxFailures > 0
     // With the limit on, counting the attempt also reads the account, and forgetting the count
-    // also stores the refresh token: two round trips in all, which matters because this thread
-    // shares its CPU with the argon2 verifies.
+    // also stores the refresh token (db/login-failures.ts says why).
     const attempt = limited ? await loginFailures.attempt(email, request.ip) : undefined
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = attempt ? attempt.user : await users.findByEmail(email)
