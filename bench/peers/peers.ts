@@ -5,7 +5,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { track, type Pinning } from '../servers.js'
+import { startServer, track, type Pinning } from '../servers.js'
 
 const START_TIMEOUT_MS = 60_000
 
@@ -190,4 +190,27 @@ export const platformatic: Peer = {
   }
 }
 
-export const peers: Peer[] = [fastapi, platformatic]
+export const postgresJs: Peer = {
+  name: 'postgres.js',
+  detect () {
+    // A dependency of plinth: always there.
+    const { version } = JSON.parse(readFileSync(new URL('../../../node_modules/postgres/package.json', import.meta.url), 'utf8')) as { version: string }
+    return {
+      available: true,
+      note: `bare Fastify + postgres.js ${version} (its defaults: prepared statements, pipelining), one query per request (bench/peers/raw-server.ts)`,
+      async start (database, pinning) {
+        const server = await startServer('postgres.js', 'peers/raw-server', pinning, { BENCH_DATABASE_URL: database })
+        return {
+          name: 'postgres.js',
+          url: server.url,
+          itemPath: (id) => `/items/${id}`,
+          listPath: '/items?offset=0&limit=20',
+          total: (body) => (body as { total: number }).total,
+          rss: () => server.rss()
+        }
+      }
+    }
+  }
+}
+
+export const peers: Peer[] = [postgresJs, fastapi, platformatic]

@@ -196,7 +196,7 @@ async function main () {
     console.log('\n' + formatTable(rows))
     console.log('\nmedians over rounds; × bare and × plinth compare runs of the same round; non-2xx and errors summed over rounds')
     console.log(`item-get: a random id of 1..${flags.items}; items-list: the first ${PAGE} by id with the total ` +
-      '(plinth: a trigger-kept counter; fastapi and platformatic: count(*))')
+      '(plinth: a trigger-kept counter; postgres.js, fastapi and platformatic: count(*))')
     for (const { peer, detection } of detected) if (!detection.available) console.log(`${peer.name}: ${detection.reason}`)
     if (failures.length) console.log(failures.join('\n'))
     if (warnings.length) console.log('\n' + warnings.join('\n'))

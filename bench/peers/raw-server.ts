@@ -1,0 +1,43 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import Fastify from 'fastify'
+import postgres from 'postgres'
+import { ref } from '../../schemas/common.js'
+import { ItemIdParams, ItemPageSchema, ItemSchema } from '../../schemas/item.js'
+import { main } from '../child.js'
+
+/** The same pool size as plinth's postgres.js client (db/client.ts). */
+const POOL = 10
+const COLUMNS = 'id, name, description, price, in_stock, created_at'
+
+/**
+ * The reference the issue's figures start from: bare Fastify and postgres.js with its defaults
+ * (prepared statements, pipelining), one query per request, the same response schemas as plinth.
+ * No batching, no security headers, no plugins: what a hand-written route costs.
+ */
+main(async () => {
+  const sql = postgres(process.env.BENCH_DATABASE_URL ?? '', { max: POOL, onnotice: () => {} })
+  const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>()
+  app.addSchema(ItemSchema)
+  app.addSchema(ItemPageSchema)
+  app.addHook('onClose', () => sql.end({ timeout: 1 }))
+
+  app.get('/items/:item_id', { schema: { params: ItemIdParams, response: { 200: ref(ItemSchema), 404: Type.Null() } } }, async (request, reply) => {
+    const [row] = await sql.unsafe(`select ${COLUMNS} from items where id = $1`, [request.params.item_id], { prepare: true })
+    if (!row) return reply.code(404).send(null)
+    return row as never
+  })
+
+  const Page = Type.Object({ offset: Type.Integer({ minimum: 0, default: 0 }), limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) })
+  app.get('/items', { schema: { querystring: Page, response: { 200: ref(ItemPageSchema) } } }, async (request) => {
+    const { offset, limit } = request.query
+    // Two queries, as a typical app does; the total is a plain count(*), which reads the whole table.
+    const [rows, [count]] = await Promise.all([
+      sql.unsafe(`select ${COLUMNS} from items order by id limit $1 offset $2`, [limit, offset], { prepare: true }),
+      sql`select count(*)::int as total from items`
+    ])
+    const total = (count as { total: number }).total
+    return { items: rows as never, total, offset, limit, has_next: offset + rows.length < total }
+  })
+  return app
+})
