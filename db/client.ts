@@ -50,7 +50,7 @@ export async function connect (url: string): Promise<DatabaseClient> {
 }
 
 /** postgres.js connections per process. */
-const POOL = 10
+export const POOL = 10
 
 async function connectPostgres (url: string): Promise<DatabaseClient> {
   const { default: postgres } = await import('postgres')

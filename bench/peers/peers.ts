@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { POOL } from '../../db/client.js'
 import { startServer, track, type Pinning } from '../servers.js'
 
 const START_TIMEOUT_MS = 60_000
@@ -158,7 +159,7 @@ export const platformatic: Peer = {
           server: { hostname: '127.0.0.1', port, logger: { level: 'fatal' } },
           db: {
             connectionString: database,
-            poolSize: 10,
+            poolSize: POOL,
             include: { items: true },
             openapi: true,
             graphql: false,

@@ -2,12 +2,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
 import postgres from 'postgres'
+import { POOL } from '../../db/client.js'
 import { ref } from '../../schemas/common.js'
 import { ItemIdParams, ItemPageSchema, ItemSchema } from '../../schemas/item.js'
 import { main } from '../child.js'
 
-/** The same pool size as plinth's postgres.js client (db/client.ts). */
-const POOL = 10
 const COLUMNS = 'id, name, description, price, in_stock, created_at'
 
 /**
@@ -16,6 +15,7 @@ const COLUMNS = 'id, name, description, price, in_stock, created_at'
  * No batching, no security headers, no plugins: what a hand-written route costs.
  */
 main(async () => {
+  // The same pool size as plinth's postgres.js client.
   const sql = postgres(process.env.BENCH_DATABASE_URL ?? '', { max: POOL, onnotice: () => {} })
   const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>()
   app.addSchema(ItemSchema)
