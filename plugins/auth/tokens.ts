@@ -42,21 +42,25 @@ export function subjectId (claims: TokenClaims): number {
 export function createTokens (jwt: JWT, lifetimes: { accessSeconds: number, refreshSeconds: number }) {
   // `iat` and `exp` go in the payload: signing with an `expiresIn` option makes @fastify/jwt build
   // a new fast-jwt signer on every call.
-  const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti = randomUUID()) =>
+  const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti: string = randomUUID()) =>
     jwt.sign({ sub: String(subject.id), scopes: subject.scopes, type, jti, iat, exp })
 
+  /** The id and expiry of a refresh token to issue, chosen before it is stored. */
+  const nextRefresh = (): IssuedPair['refresh'] =>
+    ({ jti: randomUUID(), expires_at: new Date((Math.floor(Date.now() / 1000) + lifetimes.refreshSeconds) * 1000) })
+
   return {
-    /** A new access token and a new refresh token for the subject's current scopes. */
-    issuePair (subject: TokenSubject): IssuedPair {
+    nextRefresh,
+
+    /** A new access token and a new refresh token (`refresh`, or a new one) for the subject's current scopes. */
+    issuePair (subject: TokenSubject, refresh = nextRefresh()): IssuedPair {
       const now = Math.floor(Date.now() / 1000)
-      const jti = randomUUID()
-      const refreshExp = now + lifetimes.refreshSeconds
       return {
         access_token: sign(subject, 'access', now, now + lifetimes.accessSeconds),
-        refresh_token: sign(subject, 'refresh', now, refreshExp, jti),
+        refresh_token: sign(subject, 'refresh', now, refresh.expires_at.getTime() / 1000, refresh.jti),
         token_type: 'bearer',
         expires_in: lifetimes.accessSeconds,
-        refresh: { jti, expires_at: new Date(refreshExp * 1000) }
+        refresh
       }
     },
 

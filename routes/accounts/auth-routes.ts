@@ -100,13 +100,12 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
   }, async function refresh (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
-    const user = await users.get(userId)
-    if (!user) throw new InvalidRefreshToken('the user no longer exists')
-    if (!user.is_active) throw inactiveUser()
-    const pair = app.tokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
-    const outcome = await refreshTokens.rotate(claims.jti, user.id, pair.refresh)
-    if (outcome !== 'ok') throw refused(request, outcome, user.id)
-    return sendPair(reply, pair)
+    const next = app.tokens.nextRefresh()
+    const rotated = await refreshTokens.rotate(claims.jti, userId, next)
+    if (rotated === 'no_user') throw new InvalidRefreshToken('the user no longer exists')
+    if (rotated === 'inactive_user') throw inactiveUser()
+    if (typeof rotated === 'string') throw refused(request, rotated, userId)
+    return sendPair(reply, app.tokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
   })
 
   app.post('/auth/logout', {

@@ -48,6 +48,10 @@ t.test('refresh rotates: a new pair, the old record revoked, the new one active 
   t.equal(rows.length, 2)
   t.same(rows.map((row) => row.revoked).sort(), [false, true])
   t.equal(new Set(rows.map((row) => row.family_id)).size, 1, 'one family')
+  const claims = JSON.parse(Buffer.from(pair.refresh_token.split('.')[1], 'base64url').toString())
+  const successor = rows.find((row) => !row.revoked)
+  t.equal(successor?.jti, claims.jti, 'the active record is the new token')
+  t.equal(successor?.expires_at.getTime(), claims.exp * 1000, 'and expires when the token does')
 })
 
 t.test('a replayed refresh token is refused with 401 and no pair', async (t) => {
@@ -110,6 +114,8 @@ t.test('refresh of a deleted user is 401, of an inactive user 403', async (t) =>
   const res = await refresh(sleepy.session.refresh_token)
   t.equal(res.statusCode, 403)
   t.equal(res.json().code, 'AUTH_INACTIVE_USER')
+  await app.db.update(users).set({ is_active: true }).where(eq(users.id, sleepy.user.id))
+  t.equal((await refresh(sleepy.session.refresh_token)).statusCode, 200, 'the refused refresh did not use the token up')
 })
 
 t.test('logout revokes only the presented token', async (t) => {
