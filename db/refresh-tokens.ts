@@ -16,9 +16,6 @@ export const recordPlaceholders = {
 /** What presenting a refresh token did: rotated or revoked it, found it unusable, or found it replayed. */
 export type Outcome = 'ok' | 'invalid' | 'reused'
 
-/** Why a rotation did not happen: the token's outcome, or its user is gone or deactivated. */
-export type Refusal = Exclude<Outcome, 'ok'> | 'no_user' | 'inactive_user'
-
 /** The successor of a rotated token: its id and expiry, chosen before the rotation. */
 export type Successor = Pick<RefreshRecord, 'jti' | 'expires_at'>
 
@@ -76,8 +73,6 @@ export function createRefreshTokens (db: Database, { reuseDetection = false } = 
   }).from(revoked)))
   const rotation = db.with(revoked, successor).select({ scopes: revoked.scopes }).from(revoked)
     .prepare('refresh_tokens_rotate')
-  const activity = db.select({ is_active: users.is_active }).from(users).where(eq(users.id, sql.placeholder('id')))
-    .prepare('refresh_tokens_user_activity')
 
   return {
     async store (record: NewRefreshRecord, tx?: Database) {
@@ -85,18 +80,17 @@ export function createRefreshTokens (db: Database, { reuseDetection = false } = 
     },
 
     /**
-     * Single use: revokes `jti` and stores `next` in its family, in one statement; the user's
-     * current scopes when it did. When it did not, says why: no such user, a deactivated one,
-     * or the token's outcome, a replay revoking its family (with `reuseDetection`).
+     * Single use: revokes `jti` and stores `next` in its family, in one statement, provided the
+     * user exists and is active; the user's current scopes, or null when nothing was rotated
+     * (`unusable` then says what the token was).
      */
-    async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string } | Refusal> {
+    async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string } | null> {
       const [rotated] = await rotation.execute({ jti, user_id: userId, next_jti: next.jti, next_expires_at: next.expires_at.toISOString() })
-      if (rotated) return rotated
-      const [user] = await activity.execute({ id: userId })
-      if (!user) return 'no_user'
-      if (!user.is_active) return 'inactive_user'
-      return revokeFamilyOfReplayed(jti, userId)
+      return rotated ?? null
     },
+
+    /** Why `jti` could not be used: `reused`, having revoked its family (with `reuseDetection`), or `invalid`. */
+    unusable: revokeFamilyOfReplayed,
 
     /** Logout: `invalid` when the token was unknown, expired or already revoked. */
     async revoke (jti: string, userId: number): Promise<Outcome> {

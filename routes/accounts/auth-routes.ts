@@ -102,9 +102,12 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const next = app.tokens.nextRefresh()
     const rotated = await refreshTokens.rotate(claims.jti, userId, next)
-    if (rotated === 'no_user') throw new InvalidRefreshToken('the user no longer exists')
-    if (rotated === 'inactive_user') throw inactiveUser()
-    if (typeof rotated === 'string') throw refused(request, rotated, userId)
+    if (!rotated) {
+      const user = await users.get(userId)
+      if (!user) throw new InvalidRefreshToken('the user no longer exists')
+      if (!user.is_active) throw inactiveUser()
+      throw refused(request, await refreshTokens.unusable(claims.jti, userId), userId)
+    }
     return sendPair(reply, app.tokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
   })
 
