@@ -13,7 +13,7 @@ import db from './plugins/db.js'
 import docs from './plugins/docs.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
-import security from './plugins/security.js'
+import security, { apiSecurityHeaders } from './plugins/security.js'
 import { validatorCompiler } from './plugins/validation.js'
 
 declare module 'fastify' {
@@ -44,8 +44,9 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     // A new PGlite folder initialises its cluster on first open: 5 to 15 s on this machine.
     pluginTimeout: 60_000,
     // Errors raised before routing (a URL that does not decode, bytes that are not HTTP) get the
-    // same problem document as every other error.
-    frameworkErrors: problemErrorHandler,
+    // same problem document as every other error. Hooks do not run for the first kind: its reply
+    // gets the security headers here.
+    frameworkErrors: (error, request, reply) => problemErrorHandler(error, request, reply.headers(apiSecurityHeaders)),
     clientErrorHandler,
     ...options
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -10,6 +10,9 @@ export interface DocsOptions {
   scopes?: Record<string, string>
 }
 
+/** Where Swagger UI and the OpenAPI document are served: the service's only HTML. */
+export const DOCS_PREFIX = '/docs'
+
 type ObjectSchema = { properties?: Record<string, { default?: unknown }>, required?: string[] }
 
 /**
@@ -57,7 +60,7 @@ async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
     }
   })
   await app.register(swaggerUi, {
-    routePrefix: '/docs',
+    routePrefix: DOCS_PREFIX,
     uiConfig: {
       persistAuthorization: true,
       docExpansion: 'list',

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet, { type HelmetOptions } from 'helmet'
+import { DOCS_PREFIX } from './docs.js'
 
 /**
  * The headers helmet's middleware sets for `options`, computed once. Without request-dependent
@@ -22,14 +23,34 @@ export function securityHeaders (options: HelmetOptions): Record<string, string>
 }
 
 /**
- * Security headers on every response (helmet's defaults: nosniff, frame and referrer policies,
- * HSTS...), with a content security policy that Swagger UI at /docs still runs under: its scripts
- * and styles come from this origin, its icons are data: URLs. Register it after the docs plugin so
- * the hashes Swagger UI publishes, if any, are allowed too.
+ * The headers an API response needs (OWASP's REST Security Cheat Sheet): no MIME sniffing, no
+ * framing, HTTPS only, no loading by other origins outside CORS, and a policy that lets a JSON
+ * body opened as a page run nothing. helmet's other headers steer how a browser renders a page
+ * and what it loads (scripts, styles, referrers, prefetches, popups); a JSON body has none of
+ * that, and each header costs every response its bytes and node's validation (GET item: 12
+ * headers 25,000 req/s, these 5 27,600, none 29,600).
+ */
+export const apiSecurityHeaders = securityHeaders({
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  xFrameOptions: { action: 'deny' },
+  crossOriginOpenerPolicy: false,
+  originAgentCluster: false,
+  referrerPolicy: false,
+  xDnsPrefetchControl: false,
+  xDownloadOptions: false,
+  xPermittedCrossDomainPolicies: false,
+  xXssProtection: false
+})
+
+/**
+ * Security headers on every response. Swagger UI's pages, under DOCS_PREFIX, get helmet's
+ * defaults with a content security policy they still run under: scripts and styles from this
+ * origin, icons as data: URLs. Register this after the docs plugin so the hashes Swagger UI
+ * publishes, if any, are allowed too. Every other response is JSON and gets the API set.
  */
 async function securityPlugin (app: FastifyInstance) {
   const swagger = app.hasDecorator('swaggerCSP') ? app.swaggerCSP : { script: [], style: [] }
-  const headers = securityHeaders({
+  const documentHeaders = securityHeaders({
     contentSecurityPolicy: {
       directives: {
         defaultSrc: ["'self'"],
@@ -41,8 +62,8 @@ async function securityPlugin (app: FastifyInstance) {
       }
     }
   })
-  app.addHook('onRequest', function securityHeaders (_request, reply, done) {
-    reply.headers(headers)
+  app.addHook('onRequest', function securityHeaders (request, reply, done) {
+    reply.headers(request.url.startsWith(DOCS_PREFIX) ? documentHeaders : apiSecurityHeaders)
     done()
   })
 }
