@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
 import { items } from '../../db/schema.js'
@@ -93,6 +93,32 @@ t.test('update writes only the given fields', async (t) => {
   const cleared = await repo.update(created.id, { description: null })
   t.equal(cleared?.description, null, 'null sets a nullable field to null')
   t.equal(cleared?.name, 'stool')
+})
+
+t.test('updates of any set of columns, in any key order, with nulls and values their column encodes', async (t) => {
+  await client.db.execute(sql`create table events (id integer generated always as identity primary key, title text not null, happened_at timestamptz)`)
+  const events = pgTable('events', {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    title: text('title').notNull(),
+    happened_at: timestamp('happened_at', { withTimezone: true, mode: 'date' })
+  })
+  const eventRepo = createRepository(client.db, events)
+  const first = new Date('2026-01-02T03:04:05.678Z')
+  const second = new Date('2026-05-06T07:08:09.123Z')
+  const created = await eventRepo.create({ title: 'a', happened_at: first })
+  t.same(await eventRepo.update(created.id, { happened_at: null, title: 'b' }), { id: created.id, title: 'b', happened_at: null },
+    'a timestamp set to null (its encoder never sees the null)')
+  t.same(await eventRepo.update(created.id, { title: 'c', happened_at: second }), { id: created.id, title: 'c', happened_at: second },
+    'the same columns with a Date: encoded by the column')
+  t.same(await eventRepo.update(created.id, { happened_at: first, title: 'd' }), { id: created.id, title: 'd', happened_at: first },
+    'the same columns in the other order')
+  t.same(await eventRepo.update(created.id, { nope: 1 } as never), { id: created.id, title: 'd', happened_at: first },
+    'a key that is no column writes nothing')
+  t.same(await eventRepo.get(created.id), { id: created.id, title: 'd', happened_at: first })
+
+  const item = await repo.create({ name: 'vase', price: 3 })
+  await t.rejects(repo.update(item.id, { price: -1 }), { cause: { code: '23514' } }, 'the check constraint refuses it')
+  t.same(await repo.update(item.id, { price: 4 }), { ...item, price: 4 }, 'and the same statement then works')
 })
 
 t.test('an empty update returns the row unchanged, a missing row null', async (t) => {
