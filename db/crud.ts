@@ -121,8 +121,9 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
       if (columns.length === 0) return this.get(id, tx)
       if (tx) return ((await tx.update(table).set(change as never).where(eq(table.id, id)).returning()) as Row[])[0] ?? null
-      // One statement per set of columns written (and which of them are set to null: a column's
-      // encoder is not given a null). A PATCH built in the query builder allocated about 30 KB.
+      // One prepared statement per set of columns written, and of which are set to null (a
+      // column's encoder is never given a null). Building the UPDATE on every call was about
+      // 20 KB of the 57 KB a PATCH allocated.
       const shape = columns.map((column) => change[column as keyof typeof change] === null ? `${column}=null` : column).join(',')
       let statement = updates.get(shape)
       if (!statement) {
