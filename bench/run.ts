@@ -2,10 +2,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
-import { BARE, CONNECTIONS, load, prepare, type Measured } from './load.js'
+import { BARE, CONNECTIONS, load, prepare, type Measured, type Request } from './load.js'
 import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
 import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
-import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServers, type Pinning, type Server } from './servers.js'
+import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
 
 const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
@@ -60,6 +60,20 @@ async function argon2Bound (pinning: Pinning, seconds: number) {
   return JSON.parse(out) as { perSecond: number, msPerVerify: number, width: number }
 }
 
+/**
+ * The same login requests against bench/login-floor-server.js: Fastify, the form body and one
+ * verify, without the database and the tokens. How close any Fastify login gets to the bound.
+ */
+async function loginFloor (pinning: Pinning, request: Request, warmup: number, seconds: number) {
+  const floor = await startServer('login floor', 'login-floor-server', pinning)
+  try {
+    if (warmup) await load(floor, request, warmup)
+    return await load(floor, request, seconds)
+  } finally {
+    await stopServer(floor)
+  }
+}
+
 /** Throughput of one long run, second by second: does it hold or decay? */
 async function decayCheck (app: Server, seconds: number) {
   const scenario = scenarios.find((s) => s.name === 'item-get')!
@@ -112,6 +126,7 @@ async function main () {
     for (const scenario of flags.selected) {
       const request = await prepare(scenario, app.url, flags.quick)
       const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
+      const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined
       if (flags.warmup) {
         console.error(`${scenario.name}: warm-up`)
         await scenario.beforeRun?.()
@@ -133,6 +148,11 @@ async function main () {
       if (bound) {
         notes.push(`${scenario.name}: ${row.reqPerSec.toFixed(0)} req/s = ${(row.reqPerSec / bound.perSecond).toFixed(2)} × the argon2id verify bound ` +
           `measured just before on the same CPU (${bound.perSecond.toFixed(0)} verifies/s, ${bound.width} at a time, ${bound.msPerVerify.toFixed(1)} ms each)`)
+      }
+      if (bound && floor) {
+        notes.push(`${scenario.name} floor (Fastify, the form body and one verify; no database, no tokens): ` +
+          `${floor.reqPerSec.toFixed(0)} req/s = ${(floor.reqPerSec / bound.perSecond).toFixed(2)} × the bound; ${scenario.name} = ${(row.reqPerSec / floor.reqPerSec).toFixed(2)} × the floor`)
+        warnings.push(...problems(`${scenario.name} floor`, [floor]))
       }
       warnings.push(...problems(`bare before ${scenario.name}`, bareSamples), ...problems(scenario.name, samples))
       baseline.push(...bareSamples)

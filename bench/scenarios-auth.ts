@@ -3,7 +3,7 @@ import { call, formBody, times } from './http.js'
 import type { Scenario } from './scenario.js'
 
 const AUTH = '/api/v1/auth'
-const PASSWORD = 'bench password 1234'
+export const PASSWORD = 'bench password 1234'
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
 interface Pair { refresh_token: string }
