@@ -122,7 +122,7 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
       if (columns.length === 0) return this.get(id, tx)
       // A null is written as NULL: Drizzle would hand it to the column's encoder (a timestamp's
-      // calls toISOString on it). So the statement depends on which columns are null.
+      // encoder calls toISOString on it). So the statement depends on which columns are null.
       const build = (exec: Database) => exec.update(table)
         .set(Object.fromEntries(columns.map((column) =>
           [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
