@@ -15,6 +15,13 @@ declare module 'autocannon' {
       timeout?: number
       /** Cycled through by every connection; each may rewrite itself per request. */
       requests?: Request[]
+      /** Called with each connection's client as it is made. */
+      setupClient? (client: Client): void
+    }
+
+    interface Client {
+      /** This connection's own requests from now on (built once each unless they rewrite themselves). */
+      setRequests (requests: Request[]): void
     }
 
     interface Request {

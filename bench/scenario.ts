@@ -8,6 +8,11 @@ export interface RequestShape {
   headers?: Record<string, string>
   /** Per-request rewriting (a random id, a chained token); `path` etc. above are its defaults. */
   requests?: autocannon.Request[]
+  /**
+   * Each connection's own requests, drawn once as it opens and then sent in turn: random paths
+   * without `requests` rebuilding every request on the load generator's core.
+   */
+  perConnection?: () => autocannon.Request[]
 }
 
 export interface SetupContext {
