@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
+import { apiSecurityHeaders } from './security.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
 
@@ -98,6 +99,9 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT']
 }
 
+// The responses below bypass Fastify's hooks, so they set the API's security headers themselves.
+const securityHeaderLines = Object.entries(apiSecurityHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+
 /**
  * Fastify's `clientErrorHandler` option: bytes that Node's HTTP parser refuses never become a
  * request, so this writes the problem document to the socket itself, then closes it.
@@ -109,7 +113,7 @@ export function clientErrorHandler (error: Error & { code?: string, reason?: str
   const body = JSON.stringify(problem(status, code, `The request is not valid HTTP/1.1${reason}`))
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${securityHeaderLines}Connection: close\r\n\r\n${body}`)
   }
   socket.destroy(error)
 }
@@ -131,7 +135,7 @@ async function errorsPlugin (app: FastifyInstance) {
   // Node answers an Expect other than 100-continue with a bare 417 of its own, unless asked here.
   app.server.on('checkExpectation', function expectationFailed (request: IncomingMessage, response: ServerResponse) {
     const body = JSON.stringify(problem(417, 'EXPECTATION_FAILED', 'Only "Expect: 100-continue" is supported'))
-    response.writeHead(417, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    response.writeHead(417, { ...apiSecurityHeaders, 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
     response.end(body)
   })
 }

@@ -160,7 +160,7 @@ t.test('a URL that does not decode is 400 before routing, as a problem document'
   assertProblem(t, res, 400, 'MALFORMED_URL')
 })
 
-t.test('over a socket, bytes that are not HTTP and an unknown Expect get problem documents', async (t) => {
+t.test('over a socket, bytes that are not HTTP and an unknown Expect get problem documents with the security headers', async (t) => {
   const { app } = await setup(t)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
@@ -176,4 +176,11 @@ t.test('over a socket, bytes that are not HTTP and an unknown Expect get problem
   const expect = await exchange('GET /api/v1/health HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n')
   t.match(expect, /^HTTP\/1\.1 417 /)
   t.match(JSON.parse(expect.slice(expect.indexOf('\r\n\r\n') + 4)), { status: 417, code: 'EXPECTATION_FAILED' })
+  // Neither answer passes through Fastify's hooks, where the other responses get these.
+  for (const [name, answer] of [['400', garbage], ['417', expect]] as const) {
+    const head = answer.slice(0, answer.indexOf('\r\n\r\n'))
+    t.match(head, /\r\nx-content-type-options: nosniff\r\n/i, `${name}: nosniff`)
+    t.match(head, /\r\ncontent-security-policy: default-src 'none';frame-ancestors 'none'\r\n/i, `${name}: CSP`)
+    t.match(head, /\r\nx-frame-options: DENY\r\n/i, `${name}: no framing`)
+  }
 })
