@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import type { TSchema } from '@sinclair/typebox'
 import type { DatabaseClient } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
@@ -7,40 +10,124 @@ import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 // Each command loads what it needs when it runs, so --help and usage errors answer at once
 // (0.6 s instead of 2 s compiled, on this loaded machine).
 
-const USAGE = `Usage: plinth <command> [options]
-
-Commands:
-  serve                            run the HTTP server, as npm start does
-  migrate                          apply the migrations, create the RESOURCES tables, exit
-  create-superuser --email EMAIL   create an active superuser, or promote the account with that
-                                   email and replace its password; the password is typed at a
-                                   hidden prompt, or read from stdin (one line) when piped
-  openapi                          print the OpenAPI 3.1 document as JSON, without a database
-
-Settings come from the environment, as for the server: DATABASE_URL, RESOURCES,
-PASSWORD_MIN_LENGTH... (see the README). Exit codes: 0 done, 1 failed, 2 usage error.
-`
-
-/** A mistake in the command line or its input: exit 2, with the usage when it would help. */
+/** A mistake in the command line or its input: exit 2, followed by `usage` when it would help. */
 class UsageError extends Error {
-  constructor (message: string, readonly showUsage = false) { super(message) }
+  constructor (message: string, readonly usage = '') { super(message) }
 }
 
 class Interrupted extends Error {}
 
 type Values = Record<string, string | boolean | undefined>
 
+interface Option {
+  type: 'string' | 'boolean'
+  /** The value's placeholder in the usage, for a string option. */
+  value?: string
+  description: string
+}
+
 interface Command {
-  options: NonNullable<ParseArgsConfig['options']>
+  /** What follows the command's name on its usage line. */
+  synopsis: string
+  /** Its line in the list of commands. */
+  summary: string
+  /** What it does: its --help, after the usage line. */
+  description: string
+  /** Its --help after the options: what it reads besides them, the environment last. */
+  notes: string
+  options: Record<string, Option>
   run (values: Values): Promise<void>
 }
 
 const commands: Record<string, Command> = {
-  // server.ts starts the server when imported, and owns its shutdown and exit code from there on.
-  serve: { options: {}, run: async () => { await import('./server.js') } },
-  migrate: { options: {}, run: runMigrate },
-  'create-superuser': { options: { email: { type: 'string' } }, run: createSuperuser },
-  openapi: { options: {}, run: printOpenapi }
+  serve: {
+    synopsis: '',
+    summary: 'run the HTTP server, as npm start does',
+    description: 'Runs the HTTP server until SIGINT or SIGTERM, then closes it gracefully, as npm start does\n' +
+      '(without its V8 flags: see the README).',
+    notes: 'Environment: all the settings of the README; HOST, PORT and DATABASE_URL above all.',
+    options: {},
+    // server.ts starts the server when imported, and owns its shutdown and exit code from there on.
+    run: async () => { await import('./server.js') }
+  },
+  migrate: {
+    synopsis: '',
+    summary: 'apply the migrations, create the RESOURCES tables, exit',
+    description: 'Applies the migrations not yet applied, creates the tables of RESOURCES, prints what it did\n' +
+      'and exits.',
+    notes: 'Environment: DATABASE_URL, RESOURCES.',
+    options: {},
+    run: runMigrate
+  },
+  'create-superuser': {
+    synopsis: '--email EMAIL',
+    summary: 'create or promote a superuser, password from a prompt or stdin',
+    description: 'Creates an active superuser with that email. If the account exists, makes it an active\n' +
+      'superuser, replaces its password and revokes its refresh tokens.',
+    notes: 'The password is never an option (--password is refused). On a terminal it is typed twice\n' +
+      'at a hidden prompt; otherwise stdin must hold it alone, on one line:\n' +
+      '  plinth create-superuser --email admin@example.com < password-file\n\n' +
+      'Environment: DATABASE_URL, PASSWORD_MIN_LENGTH, CREATE_TABLES_ON_STARTUP.',
+    options: { email: { type: 'string', value: 'EMAIL', description: 'the account\'s email (required)' } },
+    run: createSuperuser
+  },
+  openapi: {
+    synopsis: '',
+    summary: 'print the OpenAPI 3.1 document as JSON, without a database',
+    description: 'Prints the OpenAPI 3.1 document the server serves at /docs/json, as JSON on stdout. It opens\n' +
+      'no database.',
+    notes: 'Environment: RESOURCES, and the limits the document states (DEFAULT_PAGE_LIMIT,\n' +
+      'MAX_PAGE_LIMIT, PASSWORD_MIN_LENGTH...).',
+    options: {},
+    run: printOpenapi
+  }
+}
+
+const HELP: Option = { type: 'boolean', description: 'print this help' }
+
+/** Two columns: the terms padded to one width. */
+const columns = (rows: Array<[string, string]>) => {
+  const width = Math.max(...rows.map(([term]) => term.length)) + 3
+  return rows.map(([term, text]) => `  ${term.padEnd(width)}${text}`.trimEnd()).join('\n')
+}
+
+function usage (name?: string): string {
+  if (name === undefined) {
+    return `Usage: plinth <command> [options]
+
+Commands:
+${columns(Object.entries(commands).map(([name, command]) => [`${name} ${command.synopsis}`, command.summary]))}
+
+Run plinth <command> --help for what a command does and its options, plinth --version for the
+version. Settings come from the environment, as for the server: DATABASE_URL, RESOURCES,
+PASSWORD_MIN_LENGTH... (see the README). Exit codes: 0 done, 1 failed, 2 usage error.
+`
+  }
+  const command = commands[name]!
+  const options = Object.entries(command.options).map(([option, { value, description }]): [string, string] =>
+    [`--${option}${value ? ` ${value}` : ''}`, description])
+  const list = options.length > 0 ? columns([...options, ['-h, --help', HELP.description]]) : '  none (-h, --help prints this help)'
+  return `Usage: plinth ${`${name} ${command.synopsis}`.trimEnd()}
+
+${command.description}
+
+Options:
+${list}
+
+${command.notes}
+`
+}
+
+/** plinth's own package.json: beside cli.ts when run from source, one folder up from dist/cli.js. */
+function packageVersion (): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const file = join(dir, 'package.json')
+    if (existsSync(file)) {
+      const { name, version } = JSON.parse(readFileSync(file, 'utf8'))
+      if (name === 'plinth' && typeof version === 'string') return version
+    }
+    if (dirname(dir) === dir) throw new Error('cannot find the package.json of plinth')
+  }
 }
 
 async function readConfig () {
@@ -108,7 +195,7 @@ async function readPassword (): Promise<string> {
 }
 
 async function createSuperuser ({ email }: Values) {
-  if (typeof email !== 'string') throw new UsageError('create-superuser needs --email EMAIL', true)
+  if (typeof email !== 'string') throw new UsageError('create-superuser needs --email EMAIL', usage('create-superuser'))
   const config = await readConfig()
   const { Email, Password } = await import('./schemas/user.js')
   await check('email', Email(), email)
@@ -170,7 +257,7 @@ function rootMessage (error: unknown): string {
 /** One line on stderr for every failure; returns the exit code. */
 function report (error: unknown): number {
   if (error instanceof UsageError) {
-    process.stderr.write(`plinth: ${error.message}\n${error.showUsage ? `\n${USAGE}` : ''}`)
+    process.stderr.write(`plinth: ${error.message}\n${error.usage && `\n${error.usage}`}`)
     return 2
   }
   if (error instanceof Interrupted) return 130
@@ -188,19 +275,27 @@ async function main (args: string[]): Promise<void> {
   }
   const [name, ...rest] = args
   if (name === '--help' || name === '-h') {
-    process.stdout.write(USAGE)
+    process.stdout.write(usage())
     return
   }
-  if (name === undefined) throw new UsageError('no command given', true)
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(`${packageVersion()}\n`)
+    return
+  }
+  if (name === undefined) throw new UsageError('no command given', usage())
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined
-  if (!command) throw new UsageError(`unknown command "${name}"`, true)
+  if (!command) throw new UsageError(`unknown command "${name}"`, usage())
+  const options = {
+    ...Object.fromEntries(Object.entries(command.options).map(([option, { type }]) => [option, { type }])),
+    help: { type: HELP.type, short: 'h' }
+  }
   let values: Values
   try {
-    ({ values } = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, strict: true }))
+    ({ values } = parseArgs({ args: rest, options, strict: true }))
   } catch (error) {
-    throw new UsageError(`${name}: ${(error as Error).message}`, true)
+    throw new UsageError(`${name}: ${(error as Error).message}`, usage(name))
   }
-  if (values.help) process.stdout.write(USAGE)
+  if (values.help) process.stdout.write(usage(name))
   else await command.run(values)
 }
 

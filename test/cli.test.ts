@@ -75,20 +75,76 @@ async function untouched (t: Test) {
   return { env: { DATABASE_URL: `pglite://${dir}/data` }, opened: () => exists(`${dir}/data`) }
 }
 
-t.test('--help is usage on stdout with 0; no command, an unknown one or a bad option, usage on stderr with 2', async (t) => {
-  const [help, none, unknown, badOption] = await Promise.all([
-    plinth(['--help']), plinth([]), plinth(['frobnicate']), plinth(['migrate', '--force'])
-  ])
+const commandNames = ['serve', 'migrate', 'create-superuser', 'openapi']
+
+t.test('--help is usage on stdout with 0; no command or an unknown one, usage on stderr with 2', async (t) => {
+  const [help, short, none, unknown] = await Promise.all([plinth(['--help']), plinth(['-h']), plinth([]), plinth(['frobnicate'])])
   t.equal(help.code, 0)
   t.match(help.stdout, /^Usage: plinth <command>/)
+  for (const name of commandNames) t.match(help.stdout, new RegExp(`^  ${name} `, 'm'), `lists ${name}`)
   t.match(help.stdout, /create-superuser --email EMAIL/)
+  t.match(help.stdout, /plinth <command> --help/)
+  t.match(help.stdout, /plinth --version/)
   t.equal(help.stderr, '')
+  t.same(short, help, '-h is --help')
   t.same([none.code, none.stdout], [2, ''])
   t.equal(none.stderr, `plinth: no command given\n\n${help.stdout}`)
   t.same([unknown.code, unknown.stdout], [2, ''])
   t.equal(unknown.stderr, `plinth: unknown command "frobnicate"\n\n${help.stdout}`)
-  t.equal(badOption.code, 2)
-  t.match(badOption.stderr, /^plinth: migrate: Unknown option '--force'/)
+})
+
+t.test('--version and -v print the version of package.json and exit 0', async (t) => {
+  const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  const [long, short] = await Promise.all([plinth(['--version']), plinth(['-v'])])
+  t.same(long, { code: 0, stdout: `${version}\n`, stderr: '' })
+  t.same(short, long)
+})
+
+t.test('<command> --help prints that command\'s own usage with 0 and runs nothing', async (t) => {
+  const target = await untouched(t)
+  // An unreachable database: a command that ran instead of its help would fail on it.
+  const env = { ...target.env, DATABASE_URL: UNREACHABLE }
+  const runs = await Promise.all(commandNames.flatMap((name) => [
+    plinth([name, '--help'], { env, input: `${PASSWORD}\n` }), plinth([name, '-h'], { env, input: `${PASSWORD}\n` })
+  ]))
+  const helps = new Map(commandNames.map((name, i) => [name, runs[2 * i]!.stdout]))
+  commandNames.forEach((name, i) => {
+    const [long, short] = [runs[2 * i]!, runs[2 * i + 1]!]
+    t.same([long.code, long.stderr], [0, ''], `${name} --help`)
+    t.match(long.stdout, new RegExp(`^Usage: plinth ${name}\\b[^\\n]*\\n\\n[A-Z]`), `${name}: its synopsis, then what it does`)
+    t.match(long.stdout, /\nOptions:\n/)
+    t.match(long.stdout, /\nEnvironment: [^\n]*\b(DATABASE_URL|RESOURCES)\b/, `${name}: the settings it reads`)
+    t.notMatch(long.stdout, /Commands:|<command>/, `${name}: not the global usage`)
+    t.same(short, long, `${name}: -h is --help`)
+  })
+  t.equal(new Set(helps.values()).size, commandNames.length, 'four different texts')
+  for (const name of ['serve', 'migrate', 'openapi']) t.match(helps.get(name), /\nOptions:\n {2}none \(-h, --help prints this help\)\n/)
+  const superuser = helps.get('create-superuser')
+  t.match(superuser, /^Usage: plinth create-superuser --email EMAIL\n/)
+  t.match(superuser, /\n {2}--email EMAIL +\S/, '--email is described')
+  t.match(superuser, /\n {2}-h, --help +\S/)
+  t.match(superuser, /hidden prompt/)
+  t.match(superuser, /stdin/)
+  t.notOk(await target.opened(), 'no database opened')
+})
+
+t.test('an unknown option or a missing one exits 2 with that command\'s usage on stderr', async (t) => {
+  const target = await untouched(t)
+  const [migrateHelp, superuserHelp, migrate, superuser, noEmail] = await Promise.all([
+    plinth(['migrate', '--help']),
+    plinth(['create-superuser', '--help']),
+    plinth(['migrate', '--force'], { env: target.env }),
+    plinth(['create-superuser', '--email', 'root@example.com', '--superuser'], { env: target.env, input: `${PASSWORD}\n` }),
+    plinth(['create-superuser'], { env: target.env })
+  ])
+  t.same([migrate.code, migrate.stdout], [2, ''])
+  t.match(migrate.stderr, /^plinth: migrate: Unknown option '--force'[^\n]*\n\n/)
+  t.ok(migrate.stderr.endsWith(`\n\n${migrateHelp.stdout}`), 'then the usage of migrate')
+  t.same([superuser.code, superuser.stdout], [2, ''])
+  t.match(superuser.stderr, /^plinth: create-superuser: Unknown option '--superuser'[^\n]*\n\n/)
+  t.ok(superuser.stderr.endsWith(`\n\n${superuserHelp.stdout}`), 'then the usage of create-superuser')
+  t.same(noEmail, { code: 2, stdout: '', stderr: `plinth: create-superuser needs --email EMAIL\n\n${superuserHelp.stdout}` })
+  t.notOk(await target.opened(), 'no database opened')
 })
 
 t.test('--password is refused in either form, before anything is read or opened', async (t) => {
@@ -111,13 +167,9 @@ t.test('create-superuser refuses a bad email or password with 2, before opening 
     ['plinth: invalid password: must NOT have fewer than 12 characters (PASSWORD_MIN_LENGTH is 12)\n', ['--email', 'a@example.com'], 'eleven-char\n', { PASSWORD_MIN_LENGTH: '12' }],
     ['plinth: stdin must hold the password alone, on one line\n', ['--email', 'a@example.com'], `${PASSWORD}\n${PASSWORD}\n`]
   ]
-  const [noEmail, ...runs] = await Promise.all([
-    plinth(['create-superuser'], { env: target.env }),
-    ...cases.map(([, args, input, env]) => plinth(['create-superuser', ...args], { input, env: { ...target.env, ...env } }))
-  ])
+  const runs = await Promise.all(cases.map(([, args, input, env]) =>
+    plinth(['create-superuser', ...args], { input, env: { ...target.env, ...env } })))
   runs.forEach((run, i) => t.same(run, { code: 2, stdout: '', stderr: cases[i]![0] }, cases[i]![0]))
-  t.equal(noEmail?.code, 2)
-  t.match(noEmail?.stderr, /^plinth: create-superuser needs --email EMAIL\n\nUsage: plinth/)
   t.notOk(await target.opened(), 'no database opened')
 })
 
