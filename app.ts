@@ -18,7 +18,7 @@ import { validatorCompiler } from './plugins/validation.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    config: Config
+    plinthConfig: Config
   }
 }
 
@@ -51,7 +51,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     ...options
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  app.decorate('config', config)
+  app.decorate('plinthConfig', config)
   app.setValidatorCompiler(validatorCompiler)
 
   await app.register(errors)

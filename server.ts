@@ -33,11 +33,10 @@ const loggerOptions: LoggerOptions = {
 }
 const log = pino(loggerOptions)
 
-function warnAboutSecret () {
+// A single process hears it from the auth plugin; workers also refuse each other's tokens.
+function warnAboutWorkerSecrets () {
   if (config.SECRET_KEY) return
-  log.warn(config.WORKERS > 1
-    ? 'SECRET_KEY is not set: each worker signs with its own random key, so workers refuse each other\'s tokens and every token dies at restart'
-    : 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart')
+  log.warn('SECRET_KEY is not set: each worker signs with its own random key, so workers refuse each other\'s tokens and every token dies at restart')
 }
 
 /**
@@ -113,9 +112,12 @@ async function supervise () {
 }
 
 try {
-  if (cluster.isPrimary) warnAboutSecret()
-  if (config.WORKERS > 1 && cluster.isPrimary) await supervise()
-  else await serve()
+  if (config.WORKERS > 1 && cluster.isPrimary) {
+    warnAboutWorkerSecrets()
+    await supervise()
+  } else {
+    await serve()
+  }
 } catch (err) {
   log.fatal({ err }, 'could not start')
   process.exit(1)

@@ -8,6 +8,6 @@ main(async () => {
   // An in-memory PGlite can only be filled from inside this process: one INSERT ... SELECT here
   // instead of ten thousand POSTs over HTTP (which took most of a --quick run).
   const seed = Number(process.env.BENCH_SEED_ITEMS ?? 0)
-  if (seed > 0) await seedItems(app.db, seed)
+  if (seed > 0) await seedItems(app.plinthDb.db, seed)
   return app
 })

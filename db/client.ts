@@ -96,11 +96,23 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
 
 const PGLITE_CONF = ['shared_buffers=16MB']
 
+/** PGlite is an optional peer dependency: only a pglite:// or memory:// URL loads it. */
+async function loadPglite () {
+  try {
+    const { PGlite } = await import('@electric-sql/pglite')
+    // The catalog's substring search index (migration 0002) needs pg_trgm.
+    const { pg_trgm: pgTrgm } = await import('@electric-sql/pglite/contrib/pg_trgm')
+    return { PGlite, pgTrgm }
+  } catch (err) {
+    const missing = (err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes("'@electric-sql/pglite'")
+    if (!missing) throw err
+    throw new Error('the embedded database needs @electric-sql/pglite: run `npm install @electric-sql/pglite`, or set DATABASE_URL to a postgres:// URL')
+  }
+}
+
 /** PGlite in `dataDir`, or in memory when it is undefined. */
 export async function connectPglite (dataDir: string | undefined, options: PgliteOptions = {}): Promise<DatabaseClient & { dump (): Promise<Blob> }> {
-  const { PGlite } = await import('@electric-sql/pglite')
-  // The catalog's substring search index (migration 0002) needs pg_trgm.
-  const { pg_trgm: pgTrgm } = await import('@electric-sql/pglite/contrib/pg_trgm')
+  const { PGlite, pgTrgm } = await loadPglite()
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
   if (dataDir) mkdirSync(dataDir, { recursive: true })

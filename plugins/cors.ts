@@ -10,6 +10,10 @@ export interface CorsOptions {
 /** CORS for the front ends named in BACKEND_CORS_ORIGINS, preflight included. */
 async function corsPlugin (app: FastifyInstance, opts: CorsOptions) {
   if (opts.origins.length === 0) return
+  if (app.hasPlugin('@fastify/cors')) {
+    app.log.info('cors: the app has its own @fastify/cors; BACKEND_CORS_ORIGINS is left to it')
+    return
+  }
   const allowed = new Set(opts.origins)
   await app.register(cors, {
     // A function, not the list, so matching is exact: no prefix or regex surprises.
@@ -21,4 +25,4 @@ async function corsPlugin (app: FastifyInstance, opts: CorsOptions) {
   })
 }
 
-export default fp(corsPlugin, { name: 'cors', fastify: '5.x' })
+export default fp(corsPlugin, { name: 'plinth-cors', fastify: '5.x' })

@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { connect, type Database, type DatabaseClient } from '../db/client.js'
+import { connect, type DatabaseClient } from '../db/client.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The Drizzle database shared by every profile. */
-    db: Database
-    /** The client behind `db`: driver name, ping for readiness, migrations. */
-    dbClient: DatabaseClient
+    /** plinth's database: the Drizzle instance (`.db`) every profile uses, its driver, ping and migrations. */
+    plinthDb: DatabaseClient
   }
 }
 
@@ -24,15 +22,15 @@ export type DbOptions = ({
 
 /**
  * Opens the database (or takes an open client), applies migrations when asked, and decorates
- * `db`. A client it opened, it closes when the app closes.
+ * `plinthDb`: a name of its own, so a host's `db` decorator stays the host's.
+ * A client it opened, it closes when the app closes.
  */
 async function dbPlugin (app: FastifyInstance, opts: DbOptions) {
   const client = 'client' in opts ? opts.client : await connect(opts.url)
   if (!('client' in opts)) app.addHook('onClose', () => client.close())
   if (opts.migrate !== false) await client.migrate()
-  app.decorate('db', client.db)
-  app.decorate('dbClient', client)
+  app.decorate('plinthDb', client)
   app.log.debug({ driver: client.driver }, 'database ready')
 }
 
-export default fp(dbPlugin, { name: 'db', fastify: '5.x' })
+export default fp(dbPlugin, { name: 'plinth-db', fastify: '5.x' })

@@ -1,19 +1,19 @@
-import swagger from '@fastify/swagger'
+import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { assertBeforeRoutes } from './order.js'
 
 export interface DocsOptions {
-  /** Where the OAuth2 password flow posts the login form. */
-  tokenUrl?: string
-  /** Scopes offered by the Authorize dialog. */
-  scopes?: Record<string, string>
+  /** The document's title. Default `plinth`. */
+  title?: string
 }
 
 /** Where Swagger UI and the OpenAPI document are served: the service's only HTML. */
 export const DOCS_PREFIX = '/docs'
 
 type ObjectSchema = { properties?: Record<string, { default?: unknown }>, required?: string[] }
+type SecuritySchemes = Record<string, object>
 
 /**
  * A query parameter with a default may be left out: Ajv fills it in before `required` is checked,
@@ -27,33 +27,43 @@ function optionalDefaults (querystring: unknown) {
 }
 
 /**
+ * Documents a profile's routes in whichever @fastify/swagger the app has, plinth's or the host's:
+ * each route brings its own transform, which also declares the security schemes it refers to.
+ */
+export function documentRoutes (app: FastifyInstance, securitySchemes: SecuritySchemes = {}) {
+  const swaggerTransform: SwaggerTransform = ({ schema, url, ...document }) => {
+    if ('openapiObject' in document) {
+      const components = ((document.openapiObject as { components?: { securitySchemes?: SecuritySchemes } }).components ??= {})
+      const declared = (components.securitySchemes ??= {})
+      for (const [name, scheme] of Object.entries(securitySchemes)) declared[name] ??= scheme
+    }
+    return { url, schema: schema && { ...schema, querystring: optionalDefaults(schema.querystring) } }
+  }
+  app.addHook('onRoute', function documented (route) {
+    route.config = { ...route.config, swaggerTransform }
+  })
+}
+
+/**
  * The OpenAPI 3.1 document, generated from the route schemas, and Swagger UI at /docs whose
- * Authorize button logs in through the password flow.
+ * Authorize button logs in through the password flow. A host that registered its own
+ * @fastify/swagger keeps it: plinth's routes join the host's document.
  */
 async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
+  if (app.hasDecorator('swagger')) {
+    app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')
+    return
+  }
+  assertBeforeRoutes(app, 'plinth-docs', '@fastify/swagger documents only the routes added after it')
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
-        title: 'plinth',
+        title: opts.title ?? 'plinth',
         description: 'Accounts and sessions, an item catalog and generic resources, under /api/v1.',
         version: '0.1.0'
-      },
-      components: {
-        securitySchemes: {
-          OAuth2PasswordBearer: {
-            type: 'oauth2',
-            flows: {
-              password: {
-                tokenUrl: opts.tokenUrl ?? '/api/v1/auth/login',
-                scopes: opts.scopes ?? { me: 'Read your own profile and scopes' }
-              }
-            }
-          }
-        }
       }
     },
-    transform: ({ schema, url }) => ({ url, schema: schema && { ...schema, querystring: optionalDefaults(schema.querystring) } }),
     // Shared schemas keep their `$id` as component name: `#/components/schemas/Problem`, not `def-0`.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`)
@@ -70,4 +80,4 @@ async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
   })
 }
 
-export default fp(docsPlugin, { name: 'docs', fastify: '5.x' })
+export default fp(docsPlugin, { name: 'plinth-docs', fastify: '5.x' })

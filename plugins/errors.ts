@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
+import { assertBeforeRoutes } from './order.js'
 import { apiSecurityHeaders } from './security.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
@@ -124,6 +125,7 @@ export function clientErrorHandler (error: Error & { code?: string, reason?: str
  * @see https://www.rfc-editor.org/rfc/rfc9457
  */
 async function errorsPlugin (app: FastifyInstance) {
+  assertBeforeRoutes(app, 'plinth-errors', 'it declares the shared Problem schemas, which the profiles registered before it have declared already')
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
 
   app.setErrorHandler(problemErrorHandler)
@@ -140,4 +142,4 @@ async function errorsPlugin (app: FastifyInstance) {
   })
 }
 
-export default fp(errorsPlugin, { name: 'errors', fastify: '5.x' })
+export default fp(errorsPlugin, { name: 'plinth-errors', fastify: '5.x' })

@@ -1,9 +1,11 @@
 import createError from '@fastify/error'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import fp from 'fastify-plugin'
 import { coalesced } from '../db/batch.js'
 import { addSchemas, ref } from '../schemas/common.js'
 import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
+import { documentRoutes } from './docs.js'
 
 const READY_TIMEOUT_MS = 2000
 
@@ -25,8 +27,9 @@ async function within (ms: number, check: () => Promise<void>) {
 /** Liveness (no I/O, so a slow database never restarts a healthy process) and readiness. */
 const health: FastifyPluginAsyncTypebox = async (app) => {
   addSchemas(app, [ProblemSchema, HealthSchema])
+  documentRoutes(app)
   // The probes that arrive in one event-loop turn share one ping: its answer is as fresh for all.
-  const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.dbClient.ping()), (key) => key)
+  const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.plinthDb.ping()), (key) => key)
 
   app.get('/health', {
     schema: {
@@ -57,4 +60,4 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   })
 }
 
-export default health
+export default fp(health, { name: 'plinth-health', fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true })

@@ -49,6 +49,10 @@ export const apiSecurityHeaders = securityHeaders({
  * publishes, if any, are allowed too. Every other response is JSON and gets the API set.
  */
 async function securityPlugin (app: FastifyInstance) {
+  if (app.hasPlugin('@fastify/helmet')) {
+    app.log.info('security: the app has its own @fastify/helmet; its headers are left to it')
+    return
+  }
   const swagger = app.hasDecorator('swaggerCSP') ? app.swaggerCSP : { script: [], style: [] }
   const documentHeaders = securityHeaders({
     contentSecurityPolicy: {
@@ -68,4 +72,4 @@ async function securityPlugin (app: FastifyInstance) {
   })
 }
 
-export default fp(securityPlugin, { name: 'security', fastify: '5.x' })
+export default fp(securityPlugin, { name: 'plinth-security', fastify: '5.x' })

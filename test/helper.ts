@@ -143,7 +143,7 @@ export async function login (app: App, email: string, password = PASSWORD): Prom
 /** A registered account that has been made a superuser, logged in. */
 export async function superuser (app: App, email = 'root@example.com') {
   const user = await register(app, email)
-  await app.db.update(users).set({ is_superuser: true }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ is_superuser: true }).where(eq(users.id, user.id))
   return { user: { ...user, is_superuser: true }, session: await login(app, email) }
 }
 

@@ -115,5 +115,5 @@ t.test('all three profiles side by side in one bare app, two resources included'
   const headers = { authorization: `Bearer ${login.json().access_token}` }
   const note = await app.inject({ method: 'POST', url: '/api/v1/notes', headers, payload: { title: 'n' } })
   t.same(note.json(), { id: 1, title: 'n', description: null }, 'its own sequence')
-  t.ok(app.hasPlugin('resource:records') && app.hasPlugin('resource:notes'), 'each resource is a named plugin')
+  t.ok(app.hasPlugin('plinth-resource:records') && app.hasPlugin('plinth-resource:notes'), 'each resource is a named plugin')
 })

@@ -1,41 +1,43 @@
 import { randomBytes } from 'node:crypto'
-import jwt from '@fastify/jwt'
-import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import jwt, { type JWT } from '@fastify/jwt'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createUsers, scopeList, type User } from '../../db/users.js'
+import { problemErrorHandler } from '../errors.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
 
 export interface AuthOptions {
-  /** HS256 signing key; a random one per process when absent (tokens die at restart). */
+  /** HS256 signing key (SECRET_KEY); a random one per process when absent, with a warning (tokens die at restart). */
   secret?: string
   accessTokenMinutes?: number
   refreshTokenDays?: number
 }
 
-declare module '@fastify/jwt' {
-  interface FastifyJWT {
-    payload: TokenClaims
-    /** The account behind the access token, loaded fresh on every request. */
-    user: User
-  }
-}
+/** A guard: refuses the request with a problem document, or lets it through with `request.account` set. */
+export type Guard = (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
 declare module 'fastify' {
   interface FastifyInstance {
-    tokens: Tokens
-    /** Guard: a valid access token of an existing, active user; sets `request.user`. */
-    authenticate: preHandlerAsyncHookHandler
+    plinthTokens: Tokens
+    /** Guard: a valid access token of an existing, active user; sets `request.account`. */
+    authenticate: Guard
     /** Guard: `authenticate`, then the user must be a superuser. */
-    requireSuperuser: preHandlerAsyncHookHandler
+    requireSuperuser: Guard
     /** Guard: `authenticate`, then every scope must be in the token and on the user's record. */
-    requireScopes (...scopes: string[]): preHandlerAsyncHookHandler
+    requireScopes (...scopes: string[]): Guard
   }
   interface FastifyRequest {
+    /** The account behind the verified access token, loaded fresh on every request. */
+    account: User
     /** The claims of the verified access token. */
     tokenClaims: TokenClaims | null
   }
 }
+
+export const SECRET_WARNING = 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart'
+
+const JWT_NAMESPACE = 'plinth'
 
 function bearerToken (request: FastifyRequest): string {
   const header = request.headers.authorization
@@ -46,22 +48,49 @@ function bearerToken (request: FastifyRequest): string {
 }
 
 /**
+ * @fastify/jwt in a context of its own and under a namespace: none of its decorators reach the
+ * host, whose own @fastify/jwt, `request.user` and payload types stay the host's.
+ */
+async function signer (app: FastifyInstance, secret: string): Promise<JWT> {
+  let namespaced: JWT | undefined
+  await app.register(async function plinthJwt (instance) {
+    await instance.register(jwt, {
+      secret,
+      namespace: JWT_NAMESPACE,
+      decoratorName: 'plinthJwtPayload',
+      sign: { algorithm: 'HS256' },
+      // Pinning the algorithm refuses `alg: none` and every asymmetric or other-key trick.
+      verify: { algorithms: ['HS256'] }
+    })
+    namespaced = (instance.jwt as unknown as Record<string, JWT>)[JWT_NAMESPACE]
+  })
+  if (!namespaced) throw new Error('@fastify/jwt did not register its plinth namespace')
+  return namespaced
+}
+
+/** A guard whose refusal is a problem document under any error handler, a host's included. */
+function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
+  return async function (request, reply) {
+    try {
+      await check(request)
+    } catch (err) {
+      return problemErrorHandler(err as Parameters<typeof problemErrorHandler>[0], request, reply)
+    }
+  }
+}
+
+/**
  * JWT access tokens (HS256 only) and the three guards of Profile A, on the root instance so any
  * plugin, a host app's included, can protect its routes with them.
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
 async function authPlugin (app: FastifyInstance, opts: AuthOptions) {
-  await app.register(jwt, {
-    secret: opts.secret ?? randomBytes(32).toString('base64url'),
-    sign: { algorithm: 'HS256' },
-    // Pinning the algorithm refuses `alg: none` and every asymmetric or other-key trick.
-    verify: { algorithms: ['HS256'] }
-  })
-  const tokens = createTokens(app.jwt, {
+  if (opts.secret === undefined) app.log.warn(SECRET_WARNING)
+  const tokens = createTokens(await signer(app, opts.secret ?? randomBytes(32).toString('base64url')), {
     accessSeconds: (opts.accessTokenMinutes ?? 30) * 60,
     refreshSeconds: (opts.refreshTokenDays ?? 14) * 86400
   })
-  const users = createUsers(app.db)
+  const users = createUsers(app.plinthDb.db)
 
   async function authenticate (request: FastifyRequest) {
     let claims: TokenClaims
@@ -74,25 +103,31 @@ async function authPlugin (app: FastifyInstance, opts: AuthOptions) {
     const user = await users.get(subjectId(claims))
     if (!user) throw invalidToken('the user no longer exists')
     if (!user.is_active) throw inactiveUser()
-    request.user = user
+    request.account = user
     request.tokenClaims = claims
   }
 
-  app.decorate('tokens', tokens)
+  app.decorate('plinthTokens', tokens)
+  app.decorateRequest('account', null as unknown as User)
   app.decorateRequest('tokenClaims', null)
-  app.decorate('authenticate', authenticate)
-  app.decorate('requireSuperuser', async function requireSuperuser (request: FastifyRequest) {
+  app.decorate('authenticate', guard(authenticate))
+  app.decorate('requireSuperuser', guard(async function requireSuperuser (request) {
     await authenticate(request)
-    if (!request.user.is_superuser) throw notSuperuser()
-  })
-  app.decorate('requireScopes', (...scopes: string[]) => async function requireScopes (request: FastifyRequest) {
+    if (!request.account.is_superuser) throw notSuperuser()
+  }))
+  app.decorate('requireScopes', (...scopes: string[]) => guard(async function requireScopes (request) {
     await authenticate(request)
     // The token says what was granted at login; the record says what is granted now.
     const granted = new Set(request.tokenClaims?.scopes)
-    const current = new Set(scopeList(request.user.scopes))
+    const current = new Set(scopeList(request.account.scopes))
     if (!scopes.every((scope) => granted.has(scope) && current.has(scope))) throw insufficientScope(scopes)
-  })
+  }))
 }
 
-export default fp(authPlugin, { name: 'auth', fastify: '5.x', dependencies: ['db'] })
+export default fp(authPlugin, {
+  name: 'plinth-auth',
+  fastify: '5.x',
+  dependencies: ['plinth-db'],
+  decorators: { fastify: ['plinthDb'] }
+})
 export { TokenError, type TokenClaims, type Tokens } from './tokens.js'

@@ -28,7 +28,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
   function refreshSubject (token: string) {
     try {
-      const claims = app.tokens.verify(token, 'refresh')
+      const claims = app.plinthTokens.verify(token, 'refresh')
       return { claims, userId: subjectId(claims) }
     } catch (err) {
       if (err instanceof TokenError) throw new InvalidRefreshToken(err.message)
@@ -84,7 +84,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     if (needsRehash(user.hashed_password)) {
       await users.update(user.id, { hashed_password: await hashPassword(request.body.password) })
     }
-    const pair = app.tokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
+    const pair = app.plinthTokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
     const token = { ...pair.refresh, user_id: user.id, family_id: pair.refresh.jti }
     await (limited ? loginFailures.forget(email, request.ip, token) : refreshTokens.store(token))
     return sendPair(reply, pair)
@@ -100,7 +100,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
   }, async function refresh (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
-    const next = app.tokens.nextRefresh()
+    const next = app.plinthTokens.nextRefresh()
     const rotated = await refreshTokens.rotate(claims.jti, userId, next)
     if (!rotated) {
       const user = await users.get(userId)
@@ -108,7 +108,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       if (!user.is_active) throw inactiveUser()
       throw refused(request, await refreshTokens.unusable(claims.jti, userId), userId)
     }
-    return sendPair(reply, app.tokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
+    return sendPair(reply, app.plinthTokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
   })
 
   app.post('/auth/logout', {
@@ -136,7 +136,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 403) }
     }
   }, async function logoutAll (request, reply) {
-    await refreshTokens.revokeAll(request.user.id)
+    await refreshTokens.revokeAll(request.account.id)
     return reply.code(204).send()
   })
 }

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin'
 import { createLoginFailures } from '../../db/login-failures.js'
 import { createRefreshTokens } from '../../db/refresh-tokens.js'
 import { createUsers } from '../../db/users.js'
+import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -45,21 +46,28 @@ function resolveOptions (opts: AccountsOptions) {
 /**
  * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
  * tokens tracked in the database, logout, logout-all, the current user and superuser administration.
- * Needs the `db` and `auth` plugins.
+ * Needs plinth's `db` and `auth` plugins, registered before it.
  */
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
   const options = resolveOptions(opts)
   const ctx: AccountsContext = {
     ...options,
-    users: createUsers(app.db),
-    refreshTokens: createRefreshTokens(app.db, { reuseDetection: options.reuseDetection }),
-    loginFailures: createLoginFailures(app.db, options.loginWindowSeconds)
+    users: createUsers(app.plinthDb.db),
+    refreshTokens: createRefreshTokens(app.plinthDb.db, { reuseDetection: options.reuseDetection }),
+    loginFailures: createLoginFailures(app.plinthDb.db, options.loginWindowSeconds)
   }
 
   app.setValidatorCompiler(validatorCompiler)
   app.setErrorHandler(problemErrorHandler)
-  await app.register(formbody)
+  // A host that parses forms already keeps its parser; a second one would fail the boot.
+  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema])
+  documentRoutes(app, {
+    OAuth2PasswordBearer: {
+      type: 'oauth2',
+      flows: { password: { tokenUrl: `${app.prefix}/auth/login`, scopes: { me: 'Read your own profile and scopes' } } }
+    }
+  })
 
   if (options.firstSuperuser) {
     const { email, password } = options.firstSuperuser
@@ -81,4 +89,10 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   usersRoutes(app, ctx)
 }
 
-export default fp(accounts, { name: 'accounts', fastify: '5.x', dependencies: ['db', 'auth'], encapsulate: true })
+export default fp(accounts, {
+  name: 'plinth-accounts',
+  fastify: '5.x',
+  dependencies: ['plinth-db', 'plinth-auth'],
+  decorators: { fastify: ['plinthDb', 'plinthTokens', 'authenticate', 'requireSuperuser', 'requireScopes'] },
+  encapsulate: true
+})

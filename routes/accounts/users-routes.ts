@@ -39,7 +39,7 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       response: { 200: ref(UserSchema), ...problemResponses(401, 403) }
     }
   }, async function getMe (request) {
-    return toPublic(request.user)
+    return toPublic(request.account)
   })
 
   app.patch('/users/me', {
@@ -54,10 +54,10 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
   }, async function updateMe (request) {
     const { email, password, current_password: current } = request.body
-    if (password !== undefined && !await verifyPassword(request.user.hashed_password, current ?? '')) {
+    if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '')) {
       throw new WrongCurrentPassword()
     }
-    return change(request.user.id, { email, password })
+    return change(request.account.id, { email, password })
   })
 
   app.get('/users/me/scopes', {
@@ -70,7 +70,7 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       response: { 200: ref(ScopesSchema), ...problemResponses(401, 403) }
     }
   }, async function getMyScopes (request) {
-    return { scopes: toPublic(request.user).scopes }
+    return { scopes: toPublic(request.account).scopes }
   })
 
   app.get('/users', {

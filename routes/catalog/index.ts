@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
+import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { PG_INT_MAX, addSchemas } from '../../schemas/common.js'
@@ -35,13 +36,14 @@ export function pageLimits ({ defaultLimit, maxLimit = 100 }: CatalogOptions = {
  */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
   const { defaultLimit, maxLimit } = pageLimits(opts)
-  const items = createItemRepository(app.db)
+  const items = createItemRepository(app.plinthDb.db)
   const schemas = catalogSchemas(defaultLimit, maxLimit)
 
   app.setValidatorCompiler(validatorCompiler)
   // On its own in a host app, the catalog still answers errors as problem documents.
   app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, ItemSchema, ItemPageSchema])
+  documentRoutes(app)
 
   app.get('/items', { schema: schemas.listItems }, async function listItems (request) {
     const { offset, after_id: afterId } = request.query
@@ -83,4 +85,4 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   })
 }
 
-export default fp(catalog, { name: 'catalog', fastify: '5.x', dependencies: ['db'], encapsulate: true })
+export default fp(catalog, { name: 'plinth-catalog', fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true })

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { createRepository } from '../../db/crud.js'
 import { ensureResourceTable } from '../../db/resources.js'
 import { resourceTable } from '../../db/schema.js'
+import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -15,8 +16,8 @@ import { resourceSchemas } from './schemas.js'
 const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
   const { name, routes, maxLimit, guard: onRequest } = opts
   const table = resourceTable(opts.table)
-  if (opts.createTable) await ensureResourceTable(app.db, table)
-  const records = createRepository(app.db, table)
+  if (opts.createTable) await ensureResourceTable(app.plinthDb.db, table)
+  const records = createRepository(app.plinthDb.db, table)
   const schemas = resourceSchemas(opts)
   const item = `/:${schemas.param}`
   const idOf = (params: Record<string, number | undefined>) => params[schemas.param] as number
@@ -25,6 +26,7 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
   // On its own in a host app, the resource still answers errors as problem documents, 422 included.
   app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, schemas.record])
+  documentRoutes(app)
 
   if (routes.list) {
     app.get('/', { schema: schemas.list, onRequest }, async function listRecords (request, reply) {
@@ -76,19 +78,18 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
  * Profile C: a generic resource with list, create, read, partial update and delete, over its own
  * table and id sequence. Register it once per resource, after the `db` plugin:
  * `app.register(resourcePlugin, { prefix: '/api/v1', name: 'notes' })` serves `/api/v1/notes/`.
- * Each registration is an encapsulated plugin named `resource:<name>`, so a host can depend on it.
- * @see ../../../shared/SPEC.md section 4.3
+ * Each registration is an encapsulated plugin named `plinth-resource:<name>`, so a host can depend on it.
  */
 const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, opts) => {
   const options = resolveResourceOptions(opts)
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.
   const { prefix = '' } = opts as { prefix?: string }
   const plugin = fp<ResolvedResourceOptions>((instance, resolved) => resource(instance, resolved), {
-    name: `resource:${options.name}`, fastify: '5.x', dependencies: ['db'], encapsulate: true
+    name: `plinth-resource:${options.name}`, fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true
   })
   await app.register(plugin, { ...options, prefix: `${prefix.replace(/\/+$/, '')}/${options.name}` })
 }
 
-export default fp(resourcePlugin, { name: 'resource', fastify: '5.x' })
+export default fp(resourcePlugin, { name: 'plinth-resource', fastify: '5.x' })
 export { ROUTE_NAMES, type ResourceOptions, type RouteName } from './options.js'
 export { RecordNotFound } from './errors.js'

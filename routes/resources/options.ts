@@ -1,4 +1,4 @@
-import type { onRequestAsyncHookHandler } from 'fastify'
+import type { Guard } from '../../plugins/auth/index.js'
 import { BUILT_IN_TABLES } from '../../db/resources.js'
 import { PG_INT_MAX } from '../../schemas/common.js'
 import { InvalidResourceOptions } from './errors.js'
@@ -11,8 +11,11 @@ export interface ResourceOptions {
   name: string
   /** The table's name when it differs from `name`. Never one of the service's own tables. Default: `name`. */
   table?: string
-  /** An onRequest hook run before every route of the resource, e.g. `app.authenticate` or `app.requireScopes('notes')`. */
-  guard?: onRequestAsyncHookHandler
+  /**
+   * An onRequest hook run before every route of the resource, e.g. `app.authenticate` or
+   * `app.requireScopes('notes')`. Given but undefined (authPlugin not registered yet) fails the boot.
+   */
+  guard?: Guard
   /** Routes to leave out, e.g. `{ delete: false }`. Every route is on by default. */
   routes?: Partial<Record<RouteName, boolean>>
   /** Page size of `GET /<name>/` when the request names none. Default 100 (at most maxLimit). */
@@ -24,7 +27,7 @@ export interface ResourceOptions {
 }
 
 export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'routes'>> {
-  guard?: onRequestAsyncHookHandler
+  guard?: Guard
   routes: Record<RouteName, boolean>
 }
 
@@ -64,7 +67,11 @@ export function resolveResourceOptions (opts: ResourceOptions): ResolvedResource
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
   }
-  check(guard === undefined || typeof guard === 'function', 'guard must be an onRequest hook such as app.authenticate', guard)
+  // A guard named but undefined is a guard missing, not an open resource.
+  if ('guard' in opts && typeof guard !== 'function') {
+    throw new InvalidResourceOptions(`"${name}": guard must be a function such as app.authenticate (got ${show(guard)}); ` +
+      'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin')
+  }
   check(typeof createTable === 'boolean', 'createTable must be true or false', createTable)
   return { name, table, guard, createTable, routes: routeSwitches(opts.routes), ...limits(opts) }
 }

@@ -58,8 +58,8 @@ t.test('the plugin works in a bare Fastify app and leaves a given client open', 
   const app = Fastify()
   await app.register(dbPlugin, { client: database, migrate: false })
   await app.ready()
-  t.equal(app.db, database.db, 'decorates db')
-  t.equal(app.dbClient.driver, database.driver)
+  t.equal(app.plinthDb.db, database.db, 'decorates db')
+  t.equal(app.plinthDb.driver, database.driver)
   await app.close()
   await database.ping()
   t.pass('the caller still owns the client')
@@ -70,7 +70,7 @@ t.test('a client the plugin opened is closed with the app', async (t) => {
   const app = Fastify({ pluginTimeout: 60_000 })
   await app.register(dbPlugin, { url: 'memory://', migrate: false })
   await app.ready()
-  const client = app.dbClient
+  const client = app.plinthDb
   await app.close()
   await t.rejects(client.ping(), 'closed')
 })

@@ -22,7 +22,7 @@ async function failingRoutes (app: App) {
     }
   }, async (request) => ({ ...request.body, n: request.query.n, keys: Object.keys(request.body) }))
   app.get('/boom', async () => { throw new Error('select secret from users: internal detail') })
-  app.get('/sql', async () => app.db.execute('select * from no_such_table' as never))
+  app.get('/sql', async () => app.plinthDb.db.execute('select * from no_such_table' as never))
   app.get('/db-down', async () => {
     throw Object.assign(new Error('Failed query: select 1'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) })
   })

@@ -3,7 +3,7 @@ import { build } from '../helper.js'
 
 t.test('liveness answers ok without touching the database', async (t) => {
   const app = await build(t)
-  await app.dbClient.close()
+  await app.plinthDb.close()
   const res = await app.inject({ method: 'GET', url: '/api/v1/health' })
   t.equal(res.statusCode, 200)
   t.same(res.json(), { status: 'ok' })
@@ -20,8 +20,8 @@ t.test('probes arriving together share one ping; later ones ping again', async (
   const app = await build(t)
   await app.ready()
   let pings = 0
-  const ping = app.dbClient.ping
-  app.dbClient.ping = () => { pings++; return ping() }
+  const ping = app.plinthDb.ping
+  app.plinthDb.ping = () => { pings++; return ping() }
   const probe = () => app.inject({ method: 'GET', url: '/api/v1/health/ready' })
   const together = await Promise.all([probe(), probe(), probe()])
   t.same(together.map((res) => res.statusCode), [200, 200, 200])

@@ -9,7 +9,7 @@ t.test('readiness follows a real PostgreSQL going down and coming back', {
   const pg = await privatePostgres(t)
   const app = await buildApp({ DATABASE_URL: pg.url }, { logger: false })
   t.teardown(() => app.close())
-  app.get('/query', async () => app.db.execute(sql`select 1 as one`))
+  app.get('/query', async () => app.plinthDb.db.execute(sql`select 1 as one`))
 
   const up = await app.inject({ method: 'GET', url: '/api/v1/health/ready' })
   t.equal(up.statusCode, 200, 'ready while PostgreSQL runs')

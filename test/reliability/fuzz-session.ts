@@ -131,7 +131,7 @@ export class FuzzSession {
   }
 
   private async readAccounts () {
-    const rows = await this.app.db.select().from(users).where(inArray(users.id, this.accountIds)).orderBy(users.id)
+    const rows = await this.app.plinthDb.db.select().from(users).where(inArray(users.id, this.accountIds)).orderBy(users.id)
     return JSON.stringify(rows)
   }
 
@@ -143,7 +143,7 @@ export class FuzzSession {
     if (await this.readAccounts() === this.accountRows) return
     for (const row of JSON.parse(this.accountRows)) {
       const { id, ...values } = { ...row, created_at: new Date(row.created_at) }
-      await this.app.db.insert(users).overridingSystemValue().values({ id, ...values }).onConflictDoUpdate({ target: users.id, set: values })
+      await this.app.plinthDb.db.insert(users).overridingSystemValue().values({ id, ...values }).onConflictDoUpdate({ target: users.id, set: values })
     }
     for (let i = 0; i < 2; i++) this.refreshTokens.push((await login(this.app, this.loginEmail)).refresh_token)
   }

@@ -66,7 +66,7 @@ t.test('no request makes the service answer a 5xx or a 4xx that is not a problem
 
   for (const [index, op] of ops.entries()) {
     const route = `${op.method} ${op.path}`
-    const drafts = draftFor(op, { bodyLimit: app.config.BODY_LIMIT, liveBody: session.hasLiveBody(op) })
+    const drafts = draftFor(op, { bodyLimit: app.plinthConfig.BODY_LIMIT, liveBody: session.hasLiveBody(op) })
     const passed = await check(t, route, fc.asyncProperty(drafts, async (draft) => {
       const request = await session.request(op, draft)
       const res = await app.inject(request)
@@ -100,7 +100,7 @@ t.test('no request makes the service answer a 5xx or a 4xx that is not a problem
       if (violation) throw new Error(`${name}: ${violation}\n${describeExchange(JSON.stringify(bytes.toString('latin1')), answer)}`)
     }
   }
-  for (const [name, bytes] of fixedCases(app.config.BODY_LIMIT)) {
+  for (const [name, bytes] of fixedCases(app.plinthConfig.BODY_LIMIT)) {
     await t.resolves(sendRaw(name, bytes), name)
   }
   t.equal(await healthOverHttp(), 200, 'health answers over HTTP after the fixed raw cases')

@@ -16,7 +16,7 @@ export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 export async function buildCatalog (t: Test, settings: Partial<Config> = {}): Promise<App> {
   const config = { ...LIMITS, ...settings }
   const app = await build(t, config)
-  if (!app.hasPlugin('catalog')) {
+  if (!app.hasPlugin('plinth-catalog')) {
     await app.register(catalog, { prefix: API_PREFIX, defaultLimit: config.DEFAULT_PAGE_LIMIT, maxLimit: config.MAX_PAGE_LIMIT })
   }
   return app

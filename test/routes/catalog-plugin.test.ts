@@ -33,7 +33,7 @@ t.test('the catalog needs the db plugin, and says so at boot', async (t) => {
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   app.register(catalog, { prefix: '/api/v1' })
-  await t.rejects(async () => app.ready(), /The dependency 'db' of plugin 'catalog' is not registered/)
+  await t.rejects(async () => app.ready(), /The dependency 'plinth-db' of plugin 'plinth-catalog' is not registered/)
 })
 
 t.test('bad page limits fail the boot with a message naming the option', async (t) => {

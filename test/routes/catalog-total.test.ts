@@ -5,7 +5,7 @@ import { ITEMS, buildCatalog, type ItemBody } from './catalog-helper.js'
 
 const app = await buildCatalog(t)
 
-const realCount = async () => (await app.db.select({ n: count() }).from(items))[0]!.n
+const realCount = async () => (await app.plinthDb.db.select({ n: count() }).from(items))[0]!.n
 const listedTotal = async (query = '') => (await app.inject({ method: 'GET', url: `${ITEMS}?limit=1${query}` })).json().total
 const create = async (name: string): Promise<ItemBody> =>
   (await app.inject({ method: 'POST', url: ITEMS, payload: { name, price: 1 } })).json()
@@ -37,7 +37,7 @@ t.test('racing deletes of the same item count it once', async (t) => {
 
 t.test('a rolled-back insert or delete leaves the total as it was', async (t) => {
   const before = await listedTotal()
-  await t.rejects(app.db.transaction(async (tx) => {
+  await t.rejects(app.plinthDb.db.transaction(async (tx) => {
     await tx.insert(items).values([{ name: 'ghost', price: 1 }, { name: 'ghost', price: 2 }])
     await tx.delete(items)
     throw new Error('roll back')

@@ -4,6 +4,7 @@ import { BUILT_IN_TABLES } from '../../db/resources.js'
 import resourcePlugin from '../../routes/resources/index.js'
 import { resolveResourceOptions, type ResourceOptions } from '../../routes/resources/options.js'
 
+const REGISTER_AUTH = 'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin'
 const IDENTIFIER = 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'
 
 t.test('the built-in tables come from db/schema.ts', async (t) => {
@@ -19,7 +20,9 @@ t.test('bad options fail with a message naming the option', async (t) => {
     [{ name: '_records' }, `resource plugin: name ${IDENTIFIER} (got "_records")`],
     [{ name: 'a'.repeat(64) }, `resource plugin: name ${IDENTIFIER} (got "${'a'.repeat(64)}")`],
     [{ name: 'records', table: 'Bad Table' }, `resource plugin: table ${IDENTIFIER} (got "Bad Table")`],
-    [{ name: 'records', guard: 'authenticate' }, 'resource plugin: guard must be an onRequest hook such as app.authenticate (got "authenticate")'],
+    [{ name: 'records', guard: 'authenticate' }, `resource plugin: "records": guard must be a function such as app.authenticate (got "authenticate"); ${REGISTER_AUTH}`],
+    [{ name: 'records', guard: undefined }, `resource plugin: "records": guard must be a function such as app.authenticate (got undefined); ${REGISTER_AUTH}`],
+    [{ name: 'records', guard: null }, `resource plugin: "records": guard must be a function such as app.authenticate (got null); ${REGISTER_AUTH}`],
     [{ name: 'records', routes: { remove: false } }, 'resource plugin: routes.remove is not a route; the routes are list, create, get, update, delete'],
     [{ name: 'records', routes: { delete: 'no' } }, 'resource plugin: routes.delete must be true or false (got "no")'],
     [{ name: 'records', routes: false }, 'resource plugin: routes must be an object such as { delete: false } (got false)'],
@@ -70,5 +73,5 @@ t.test('a resource needs the db plugin, and says which resource at boot', async 
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   app.register(resourcePlugin, { prefix: '/api/v1', name: 'notes' })
-  await t.rejects(async () => app.ready(), /The dependency 'db' of plugin 'resource:notes' is not registered/)
+  await t.rejects(async () => app.ready(), /The dependency 'plinth-db' of plugin 'plinth-resource:notes' is not registered/)
 })

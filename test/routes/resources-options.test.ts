@@ -20,9 +20,9 @@ await mount({ name: 'select' })
 const problem = (status: number, title: string, code: string, detail: string) => ({ type: 'about:blank', title, status, detail, code })
 const routeNotFound = (method: string, url: string) => problem(404, 'Not Found', 'ROUTE_NOT_FOUND', `Route ${method} ${url} not found`)
 
-t.test('each registration is a plugin named resource:<name>', async (t) => {
-  for (const name of ['records', 'pages', 'secrets', 'tasks']) t.ok(app.hasPlugin(`resource:${name}`), name)
-  t.notOk(app.hasPlugin('resource:todo_items'), 'named after the resource, not the table')
+t.test('each registration is a plugin named plinth-resource:<name>', async (t) => {
+  for (const name of ['records', 'pages', 'secrets', 'tasks']) t.ok(app.hasPlugin(`plinth-resource:${name}`), name)
+  t.notOk(app.hasPlugin('plinth-resource:todo_items'), 'named after the resource, not the table')
 })
 
 t.test('the list pages with offset and limit, clamps limit and links the next page', async (t) => {
@@ -109,7 +109,7 @@ t.test('a scope guard answers 403 to a user without the scope', async (t) => {
 
 t.test('the table option stores a resource under another table name', async (t) => {
   const created = await createRecord(app, 'tasks', { title: 'water the plants' })
-  t.same(await app.db.select().from(resourceTable('todo_items')), [created])
+  t.same(await app.plinthDb.db.select().from(resourceTable('todo_items')), [created])
 })
 
 t.test('a resource may be named like an SQL keyword: every identifier is quoted', async (t) => {

@@ -82,7 +82,7 @@ t.test('a table feature the generator does not render is refused, not dropped', 
 
 t.test('the app fails to boot when a resource meets a foreign table of its name', async (t) => {
   const app = await build(t, { RESOURCES: [] })
-  await app.db.execute(sql`create table clash (x integer)`)
+  await app.plinthDb.db.execute(sql`create table clash (x integer)`)
   app.register(resourcePlugin, { prefix: API_PREFIX, name: 'clash' })
   await t.rejects(async () => app.ready(), { name: 'ResourceTableError', message: /table "clash" exists but is not a resource table/ })
 })
@@ -91,8 +91,8 @@ t.test('with createTable: false the table is left alone', async (t) => {
   const app = await build(t, { RESOURCES: [] })
   await app.register(resourcePlugin, { prefix: API_PREFIX, name: 'untouched', createTable: false })
   await app.ready()
-  t.notOk(await tableExists(app.db, 'untouched'), 'not created')
-  await ensureResourceTable(app.db, resourceTable('untouched'))
+  t.notOk(await tableExists(app.plinthDb.db, 'untouched'), 'not created')
+  await ensureResourceTable(app.plinthDb.db, resourceTable('untouched'))
   const res = await app.inject({ method: 'POST', url: `${API_PREFIX}/untouched`, payload: { title: 'made by a migration' } })
   t.same(res.json(), { id: 1, title: 'made by a migration', description: null }, 'works once the table exists')
 })

@@ -4,11 +4,12 @@ import t from 'tap'
 import { users } from '../../../db/schema.js'
 import { build, login, newAccount, superuser } from '../../helper.js'
 
-const app = await build(t)
+const SECRET_KEY = 'the guards test secret'
+const app = await build(t, { SECRET_KEY })
 // A host app's own routes, protected with the same guards.
 app.register(async (host) => {
-  host.get('/reports', { onRequest: host.requireScopes('reports', 'me') }, async (request) => ({ email: request.user.email }))
-  host.get('/whoami', { onRequest: host.authenticate }, async (request) => ({ id: request.user.id, jti: request.tokenClaims?.jti }))
+  host.get('/reports', { onRequest: host.requireScopes('reports', 'me') }, async (request) => ({ email: request.account.email }))
+  host.get('/whoami', { onRequest: host.authenticate }, async (request) => ({ id: request.account.id, jti: request.tokenClaims?.jti }))
 }, { prefix: '/host' })
 
 const get = (url: string, authorization?: string) =>
@@ -25,15 +26,15 @@ t.test('no token: 401 with a bare Bearer challenge', async (t) => {
 
 t.test('a bad token: 401 with error="invalid_token"', async (t) => {
   const { user, session } = await newUser()
-  const sign = (claims: object, options: object = { expiresIn: 60 }) =>
-    app.jwt.sign({ sub: String(user.id), scopes: ['me'], type: 'access', jti: 'x', ...claims } as never, options)
+  const sign = (claims: object, options: object = { expiresIn: 60_000 }) =>
+    createSigner({ key: SECRET_KEY, ...options })({ sub: String(user.id), scopes: ['me'], type: 'access', jti: 'x', ...claims })
   const other = createSigner({ key: 'not-our-key', expiresIn: 60_000 })
   const cases: Array<[string, string, RegExp]> = [
     ['another scheme', `Basic ${session.access_token}`, /expected "Authorization: Bearer <token>"/],
     ['a bearer without token', 'Bearer', /expected "Authorization: Bearer <token>"/],
     ['garbage', 'Bearer abc.def.ghi', /malformed or its signature is invalid/],
     ['a refresh token', `Bearer ${session.refresh_token}`, /this is not an access token/],
-    ['an expired token', `Bearer ${sign({}, { expiresIn: -5 })}`, /the token has expired/],
+    ['an expired token', `Bearer ${sign({}, { expiresIn: -5_000 })}`, /the token has expired/],
     ['another key', `Bearer ${other({ sub: String(user.id), scopes: ['me'], type: 'access', jti: 'x' })}`, /signature is invalid/],
     ['alg none', `Bearer ${createSigner({ algorithm: 'none' })({ sub: String(user.id), scopes: ['me'], type: 'access', jti: 'x', exp: 9999999999 })}`, /malformed or its signature is invalid/],
     ['HS512 with our key', `Bearer ${createSigner({ key: 'irrelevant', algorithm: 'HS512' })({ sub: String(user.id), type: 'access' })}`, /malformed or its signature is invalid/],
@@ -55,7 +56,7 @@ t.test('a bad token: 401 with error="invalid_token"', async (t) => {
 
 t.test('the token of a deleted user: 401', async (t) => {
   const { user, session } = await newUser()
-  await app.db.delete(users).where(eq(users.id, user.id))
+  await app.plinthDb.db.delete(users).where(eq(users.id, user.id))
   const res = await get('/api/v1/users/me', `Bearer ${session.access_token}`)
   t.equal(res.statusCode, 401)
   t.equal(res.json().detail, 'Invalid access token: the user no longer exists')
@@ -63,7 +64,7 @@ t.test('the token of a deleted user: 401', async (t) => {
 
 t.test('an inactive account: 403 on every protected route', async (t) => {
   const { user, session } = await newUser()
-  await app.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
   for (const [method, url] of [['GET', '/api/v1/users/me'], ['PATCH', '/api/v1/users/me'], ['GET', '/api/v1/users/me/scopes'], ['POST', '/api/v1/auth/logout-all'], ['GET', '/host/whoami']] as const) {
     const res = await app.inject({ method, url, headers: session.headers, payload: method === 'PATCH' ? {} : undefined })
     t.equal(res.statusCode, 403, `${method} ${url}`)
@@ -82,7 +83,7 @@ t.test('the superuser guard: 403 for a regular account, 200 for a superuser', as
 
 t.test('an inactive superuser is refused like any inactive account', async (t) => {
   const root = await superuser(app, 'root-inactive@example.com')
-  await app.db.update(users).set({ is_active: false }).where(eq(users.id, root.user.id))
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, root.user.id))
   t.equal((await get('/api/v1/users', root.session.headers.authorization)).statusCode, 403)
 })
 
@@ -92,14 +93,14 @@ t.test('the scope guard: the scope must be in the token and on the user', async 
   t.equal(ok.statusCode, 200)
   t.same(ok.json(), { scopes: ['me'] })
 
-  await app.db.update(users).set({ scopes: '' }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ scopes: '' }).where(eq(users.id, user.id))
   const removed = await get('/api/v1/users/me/scopes', session.headers.authorization)
   t.equal(removed.statusCode, 403, 'a scope removed from the user takes effect on the next request')
   t.equal(removed.json().code, 'AUTH_INSUFFICIENT_SCOPE')
   t.equal(removed.json().detail, 'This needs the scope(s): me')
   t.equal(removed.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="me"')
 
-  await app.db.update(users).set({ scopes: 'me,reports' }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ scopes: 'me,reports' }).where(eq(users.id, user.id))
   const notInToken = await get('/host/reports', session.headers.authorization)
   t.equal(notInToken.statusCode, 403, 'a scope granted after login is not in the old token')
   t.equal(notInToken.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="reports me"')

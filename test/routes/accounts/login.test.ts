@@ -70,7 +70,7 @@ t.test('a wrong password and an unknown email get the same 401', async (t) => {
 
 t.test('an inactive account is refused with 403, but only with the right password', async (t) => {
   const user = await register(app, 'sleepy@example.com')
-  await app.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
   const right = await app.inject(form({ username: 'sleepy@example.com', password: PASSWORD }))
   t.equal(right.statusCode, 403)
   t.equal(right.json().code, 'AUTH_INACTIVE_USER')
@@ -82,9 +82,9 @@ t.test('a hash made with older parameters is rehashed at the next login', async 
   const user = await register(app, 'old@example.com')
   const { hash } = await import('@node-rs/argon2')
   const weak = await hash(PASSWORD, { memoryCost: 4096, timeCost: 1, parallelism: 1 })
-  await app.db.update(users).set({ hashed_password: weak }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ hashed_password: weak }).where(eq(users.id, user.id))
   t.equal((await app.inject(form({ username: 'old@example.com', password: PASSWORD }))).statusCode, 200, 'the old hash still verifies')
-  const [row] = await app.db.select().from(users).where(eq(users.id, user.id))
+  const [row] = await app.plinthDb.db.select().from(users).where(eq(users.id, user.id))
   t.match(row?.hashed_password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 'rehashed with today\'s parameters')
   t.equal((await app.inject(form({ username: 'old@example.com', password: PASSWORD }))).statusCode, 200, 'the new hash verifies')
   t.not(await hashPassword(PASSWORD), row?.hashed_password, 'salted')
@@ -148,9 +148,9 @@ t.test('throttling on: the login stores its refresh token (one statement with th
   const ok = await login('COUNTED@example.com')
   t.equal(ok.statusCode, 200, 'the account is read with the count, whatever the email\'s case')
   const { jti } = claimsOf(ok.json().refresh_token)
-  const [stored] = await limited.db.select().from(refreshTokens).where(eq(refreshTokens.jti, String(jti)))
+  const [stored] = await limited.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.jti, String(jti)))
   t.equal(stored?.user_id, user.id, 'the refresh token is stored')
-  t.same(await limited.db.select().from(loginFailures).where(eq(loginFailures.email, 'counted@example.com')), [], 'and the count is gone')
+  t.same(await limited.plinthDb.db.select().from(loginFailures).where(eq(loginFailures.email, 'counted@example.com')), [], 'and the count is gone')
   const refreshed = await limited.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: ok.json().refresh_token } })
   t.equal(refreshed.statusCode, 200, 'so it can be rotated')
 
@@ -161,20 +161,20 @@ t.test('throttling on: the login stores its refresh token (one statement with th
 t.test('throttling on: an inactive account\'s right password resets the count and stores no token', async (t) => {
   const limited = await build(t, { LOGIN_MAX_FAILURES: 2 })
   const user = await register(limited, 'dormant@example.com')
-  await limited.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  await limited.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
   const login = (password: string) => limited.inject(form({ username: 'dormant@example.com', password }))
   t.equal((await login('guess')).statusCode, 401)
   t.equal((await login(PASSWORD)).statusCode, 403)
   t.equal((await login('guess')).statusCode, 401)
   t.equal((await login('guess')).statusCode, 401, 'the 403 reset the count')
-  t.same(await limited.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id)), [])
+  t.same(await limited.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id)), [])
 })
 
 t.test('many logins at once (more than the CPUs that verify): each gets its own pair, a bad hash holds no slot', async (t) => {
   const emails = Array.from({ length: 12 }, (_, i) => `crowd${i}@example.com`)
   await Promise.all(emails.map((email) => register(app, email)))
   const broken = await register(app, 'broken-hash@example.com')
-  await app.db.update(users).set({ hashed_password: 'not an argon2 hash' }).where(eq(users.id, broken.id))
+  await app.plinthDb.db.update(users).set({ hashed_password: 'not an argon2 hash' }).where(eq(users.id, broken.id))
 
   const answers = await Promise.all([
     ...emails.map((username) => app.inject(form({ username, password: PASSWORD }))),

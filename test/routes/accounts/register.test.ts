@@ -28,7 +28,7 @@ t.test('emails are stored lower-cased and matched case-insensitively', async (t)
 
 t.test('the password is stored as an argon2id hash, never in plain text', async (t) => {
   const { id } = (await post({ email: 'hash@example.com', password: PASSWORD })).json()
-  const [row] = await app.db.select().from(users).where(eq(users.id, id))
+  const [row] = await app.plinthDb.db.select().from(users).where(eq(users.id, id))
   t.match(row?.hashed_password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
   t.notMatch(row?.hashed_password, PASSWORD)
 })

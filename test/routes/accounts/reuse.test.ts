@@ -16,7 +16,7 @@ const rotate = async (app: App, token: string): Promise<string> => {
   return res.json().refresh_token
 }
 const familyRows = async (app: App, userId: number) =>
-  app.db.select({ revoked: refreshTokens.revoked, family: refreshTokens.family_id }).from(refreshTokens).where(eq(refreshTokens.user_id, userId))
+  app.plinthDb.db.select({ revoked: refreshTokens.revoked, family: refreshTokens.family_id }).from(refreshTokens).where(eq(refreshTokens.user_id, userId))
 
 t.test('a replayed rotated token revokes its whole family, and the revocation outlives the 401', async (t) => {
   const logs = captureLogs()
@@ -58,7 +58,7 @@ t.test('a logged-out token presented again at logout revokes its family', async 
 t.test('an unknown or forged jti is an ordinary 401 and revokes nothing', async (t) => {
   const app = await build(t, { REFRESH_REUSE_DETECTION: true })
   const { user, session } = await newAccount(app)
-  await app.db.delete(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  await app.plinthDb.db.delete(refreshTokens).where(eq(refreshTokens.user_id, user.id))
   const again = await login(app, (await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })).json().email)
   const res = await refresh(app, session.refresh_token)
   t.equal(res.statusCode, 401)

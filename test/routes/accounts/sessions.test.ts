@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import Fastify from 'fastify'
+import { createSigner } from 'fast-jwt'
 import t, { type Test } from 'tap'
 import { refreshTokens, users } from '../../../db/schema.js'
 import authPlugin from '../../../plugins/auth/index.js'
@@ -8,7 +9,8 @@ import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
 import { build, freshDatabase, login, newAccount, superuser, type Session } from '../../helper.js'
 
-const app = await build(t)
+const SECRET_KEY = 'the sessions test secret'
+const app = await build(t, { SECRET_KEY })
 const refresh = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
 const logout = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: token } })
 const logoutAll = (session: Session) => app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: session.headers })
@@ -24,7 +26,7 @@ function assertRefreshRefused (t: Test, res: Awaited<ReturnType<typeof refresh>>
 
 t.test('login stores one active record per refresh token', async (t) => {
   const { user, session } = await newUser()
-  const rows = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  const rows = await app.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
   t.equal(rows.length, 1)
   const [row] = rows
   const jti = JSON.parse(Buffer.from(session.refresh_token.split('.')[1] as string, 'base64url').toString()).jti
@@ -44,7 +46,7 @@ t.test('refresh rotates: a new pair, the old record revoked, the new one active 
   t.not(pair.access_token, session.access_token)
   t.equal(pair.token_type, 'bearer')
   t.equal((await me(pair.access_token)).statusCode, 200, 'the new access token works')
-  const rows = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  const rows = await app.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
   t.equal(rows.length, 2)
   t.same(rows.map((row) => row.revoked).sort(), [false, true])
   t.equal(new Set(rows.map((row) => row.family_id)).size, 1, 'one family')
@@ -70,13 +72,13 @@ t.test('20 concurrent refreshes of one token: exactly one gets a pair', async (t
   const codes = results.map((res) => res.statusCode)
   t.equal(codes.filter((code) => code === 200).length, 1, `one 200 in ${codes.join(',')}`)
   t.equal(codes.filter((code) => code === 401).length, 19)
-  const active = await app.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+  const active = await app.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
   t.equal(active.filter((row) => !row.revoked).length, 1, 'exactly one successor was stored')
 })
 
 t.test('the new pair carries the user\'s current scopes', async (t) => {
   const { user, session } = await newUser()
-  await app.db.update(users).set({ scopes: 'me,reports' }).where(eq(users.id, user.id))
+  await app.plinthDb.db.update(users).set({ scopes: 'me,reports' }).where(eq(users.id, user.id))
   const pair = (await refresh(session.refresh_token)).json()
   const claims = JSON.parse(Buffer.from(pair.access_token.split('.')[1], 'base64url').toString())
   t.same(claims.scopes, ['me', 'reports'])
@@ -84,14 +86,14 @@ t.test('the new pair carries the user\'s current scopes', async (t) => {
 
 t.test('refresh refuses what is not a valid refresh token of this server', async (t) => {
   const { user, session } = await newUser()
-  const sign = (claims: object, options = { expiresIn: 60 }) => app.jwt.sign({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID(), ...claims } as never, options)
-  const { createSigner } = await import('fast-jwt')
+  const sign = (claims: object, options: object = { expiresIn: 60_000 }) =>
+    createSigner({ key: SECRET_KEY, ...options })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID(), ...claims })
   const cases: Array<[string, string, RegExp]> = [
     ['an access token', session.access_token, /not a refresh token/],
     ['garbage', 'not.a.jwt', /malformed or its signature is invalid/],
-    ['an expired token', sign({}, { expiresIn: -10 }), /has expired/],
+    ['an expired token', sign({}, { expiresIn: -10_000 }), /has expired/],
     ['a token whose record does not exist', sign({}), /already used, revoked, or is unknown/],
-    ['a token without an expiry', sign({}, {} as never), /lacks required claims/],
+    ['a token without an expiry', sign({}, {}), /lacks required claims/],
     ['a token of another key', createSigner({ key: 'another-key' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /signature is invalid/],
     ['an alg none token', createSigner({ algorithm: 'none' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /malformed or its signature is invalid/],
     ['a subject that is not a user id', sign({ sub: 'admin' }), /not a user id/],
@@ -106,15 +108,15 @@ t.test('refresh refuses what is not a valid refresh token of this server', async
 
 t.test('refresh of a deleted user is 401, of an inactive user 403', async (t) => {
   const gone = await newUser()
-  await app.db.delete(users).where(eq(users.id, gone.user.id))
+  await app.plinthDb.db.delete(users).where(eq(users.id, gone.user.id))
   assertRefreshRefused(t, await refresh(gone.session.refresh_token), /.+/)
 
   const sleepy = await newUser()
-  await app.db.update(users).set({ is_active: false }).where(eq(users.id, sleepy.user.id))
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, sleepy.user.id))
   const res = await refresh(sleepy.session.refresh_token)
   t.equal(res.statusCode, 403)
   t.equal(res.json().code, 'AUTH_INACTIVE_USER')
-  await app.db.update(users).set({ is_active: true }).where(eq(users.id, sleepy.user.id))
+  await app.plinthDb.db.update(users).set({ is_active: true }).where(eq(users.id, sleepy.user.id))
   t.equal((await refresh(sleepy.session.refresh_token)).statusCode, 200, 'the refused refresh did not use the token up')
 })
 

@@ -81,7 +81,7 @@ t.test('a new password needs the current one, and ends every session', async (t)
 
 t.test('GET /users: a page envelope, clamped to MAX_PAGE_LIMIT', async (t) => {
   await Promise.all([newUser(), newUser(), newUser()])
-  const total = (await app.db.select().from(users)).length
+  const total = (await app.plinthDb.db.select().from(users)).length
   const first = await app.inject({ method: 'GET', url: '/api/v1/users', headers: asRoot })
   t.equal(first.statusCode, 200)
   const body = first.json()
@@ -161,7 +161,7 @@ t.test('a regular account gets 403 on every superuser route', async (t) => {
     const res = await app.inject({ method, url, headers: session.headers, payload: method === 'PATCH' ? { is_superuser: true } : undefined })
     t.equal(res.statusCode, 403, `${method} ${url}`)
   }
-  const [row] = await app.db.select().from(users).where(eq(users.id, user.id))
+  const [row] = await app.plinthDb.db.select().from(users).where(eq(users.id, user.id))
   t.equal(row?.is_superuser, false)
 })
 
