@@ -93,6 +93,6 @@ export default fp(accounts, {
   name: 'plinth-accounts',
   fastify: '5.x',
   dependencies: ['plinth-db', 'plinth-auth'],
-  decorators: { fastify: ['plinthDb', 'plinthTokens', 'authenticate', 'requireSuperuser', 'requireScopes'] },
+  decorators: { fastify: ['authenticate', 'requireSuperuser', 'requireScopes', 'plinthTokens', 'plinthDb'] },
   encapsulate: true
 })

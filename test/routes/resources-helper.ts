@@ -16,7 +16,7 @@ export async function buildResources (t: Test, resources: Array<string | Resourc
   const app = await build(t, { RESOURCES, ...settings })
   for (const resource of resources) {
     const options = typeof resource === 'string' ? { name: resource } : resource
-    if (!app.hasPlugin(`resource:${options.name}`)) await app.register(resourcePlugin, { prefix: API_PREFIX, ...options })
+    if (!app.hasPlugin(`plinth-resource:${options.name}`)) await app.register(resourcePlugin, { prefix: API_PREFIX, ...options })
   }
   return app
 }
