@@ -120,7 +120,10 @@ t.test('guard refusals on a host route are problem documents without the errors 
   t.equal(anonymous.headers['content-type'], PROBLEM_TYPE)
   t.equal(anonymous.headers['www-authenticate'], 'Bearer')
   t.same(anonymous.json(), {
-    type: 'about:blank', title: 'Unauthorized', status: 401, code: 'AUTH_NOT_AUTHENTICATED',
+    type: 'about:blank',
+    title: 'Unauthorized',
+    status: 401,
+    code: 'AUTH_NOT_AUTHENTICATED',
     detail: 'Not authenticated: send an access token as "Authorization: Bearer <token>"'
   })
   const forbidden = await app.inject({ method: 'GET', url: '/host/admin', headers: { authorization: `Bearer ${await accessToken(app)}` } })
