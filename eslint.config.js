@@ -2,5 +2,5 @@ import neostandard from 'neostandard'
 
 export default neostandard({
   ts: true,
-  ignores: ['dist/', 'data/', 'coverage/', '.tap/', 'db/migrations/', 'client/schema.ts']
+  ignores: ['dist/', 'build/', 'data/', 'coverage/', '.tap/', 'db/migrations/', 'client/schema.ts']
 })

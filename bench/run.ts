@@ -90,7 +90,7 @@ async function decayCheck (app: Server, seconds: number) {
 async function main () {
   const flags = readFlags()
   if (!existsSync(new URL('../db/migrations/meta/_journal.json', import.meta.url))) {
-    throw new Error('dist/db/migrations is missing: build with `npm run build` (tsc alone does not copy it)')
+    throw new Error('build/db/migrations is missing: build with `npm run build:tools` (tsc alone does not copy it)')
   }
   // Without BENCH_DATABASE_URL, PGlite as the server runs it by default: in a data folder, the
   // one the start-up measurement leaves created and migrated. (A folder's first start runs

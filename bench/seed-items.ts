@@ -28,7 +28,7 @@ export async function resizeItems (url: string, count: number): Promise<Resized>
   }
 }
 
-const USAGE = 'usage: node dist/bench/seed-items.js COUNT [DATABASE_URL]   (default URL: $BENCH_DATABASE_URL)'
+const USAGE = 'usage: node build/bench/seed-items.js COUNT [DATABASE_URL]   (default URL: $BENCH_DATABASE_URL)'
 
 async function main ([countText = '', url = process.env.BENCH_DATABASE_URL]: string[]) {
   const count = Number(countText.replaceAll('_', ''))

@@ -68,7 +68,7 @@ function answer<T extends ChildMessage['type']> (child: ChildProcess, type: T, m
   })
 }
 
-/** Starts dist/bench/<entry>.js in a child process and waits until it listens. */
+/** Starts build/bench/<entry>.js in a child process and waits until it listens. */
 export async function startServer (name: string, entry: string, pinning: Pinning, env: NodeJS.ProcessEnv = {}): Promise<Server> {
   const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
   const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, ...START_FLAGS, file]
@@ -95,7 +95,7 @@ export async function stopServer (server: Server) {
   if (child) await stop(child)
 }
 
-/** Runs dist/bench/<entry>.js to completion on the servers' CPU; resolves with its stdout. */
+/** Runs build/bench/<entry>.js to completion on the servers' CPU; resolves with its stdout. */
 export async function runPinned (entry: string, args: string[], pinning: Pinning, timeoutMs: number) {
   const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
   const [command = process.execPath, ...rest] = [...pinning.prefix, process.execPath, file, ...args]

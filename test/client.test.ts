@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import createClient from 'openapi-fetch'
 import t from 'tap'
-import { clientTypes } from '../client/generate.js'
+import { clientTypes } from '../scripts/generate-client.js'
 import type { paths } from '../client/schema.js'
 import { build, PASSWORD } from './helper.js'
 

@@ -1,4 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import t from 'tap'
 import * as source from '../index.js'
 
@@ -34,4 +37,50 @@ t.test('plinth/client resolves to the generated OpenAPI types', async (t) => {
   t.same(pkg.exports['./client'], { types: './dist/client/schema.d.ts', default: './dist/client/schema.js' })
   t.match(readFileSync(new URL('dist/client/schema.d.ts', root), 'utf8'), /export interface paths \{/)
   await t.resolves(import(`${pkg.name}/client`), 'importable by name')
+})
+
+// What `npm publish` would ship from the current dist/ (no scripts: this test never builds).
+async function packedFiles () {
+  const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: fileURLToPath(root) })
+  const [packed] = JSON.parse(stdout) as [{ files: Array<{ path: string }> }]
+  return packed.files.map((file) => file.path)
+}
+
+t.test('the tarball holds the product only: compiled JavaScript, declarations and migrations', async (t) => {
+  const files = await packedFiles()
+  const migrations = readdirSync(new URL('db/migrations', root)).filter((name) => name.endsWith('.sql'))
+  t.ok(migrations.length > 0, 'there are migrations to ship')
+  const expected = ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/server.js',
+    'dist/client/schema.d.ts', 'dist/db/migrations/meta/_journal.json', ...migrations.map((name) => `dist/db/migrations/${name}`)]
+  for (const file of expected) t.ok(files.includes(file), file)
+  const product = (file: string) => ['package.json', 'README.md', 'LICENSE'].includes(file) ||
+    /^dist\/.+\.(js|d\.ts)$/.test(file) || file.startsWith('dist/db/migrations/')
+  t.same(files.filter((file) => !product(file)), [], 'nothing but package.json, README.md, LICENSE and dist/')
+  t.same(files.filter((file) => /^(dist\/)?(bench|test|scripts|build)\/|\.map$|tsbuildinfo|generate/.test(file)), [],
+    'no bench, tests, scripts, source maps, build info or client generator')
+})
+
+t.test('the tarball\'s bin is a script node can run', async (t) => {
+  const bin = (pkg.bin.plinth as string).replace(/^\.\//, '')
+  t.equal(bin, 'dist/cli.js')
+  t.ok((await packedFiles()).includes(bin), 'shipped')
+  t.match(readFileSync(new URL(bin, root), 'utf8').split('\n')[0], /^#!\/usr\/bin\/env node$/, 'with a shebang')
+})
+
+t.test('fastify and TypeBox are the host\'s (peers), PGlite an optional peer, none of them a dependency', async (t) => {
+  for (const name of ['fastify', '@sinclair/typebox']) {
+    t.ok(pkg.peerDependencies?.[name], `${name} is a peer`)
+    // npm installs a package's own peers; as dev dependencies `npm ci --omit=dev` would drop them.
+    t.notOk(pkg.devDependencies?.[name], `${name} is not a dev dependency, so a production install keeps it`)
+  }
+  t.ok(pkg.peerDependencies?.['@electric-sql/pglite'], 'PGlite is a peer')
+  t.same(pkg.peerDependenciesMeta?.['@electric-sql/pglite'], { optional: true }, 'an optional one')
+  for (const name of ['fastify', '@sinclair/typebox', '@electric-sql/pglite']) t.notOk(pkg.dependencies?.[name], `${name} is not a dependency`)
+})
+
+t.test('the registry metadata is filled in', async (t) => {
+  t.equal(pkg.license, 'MIT')
+  t.ok(existsSync(new URL('LICENSE', root)), 'LICENSE')
+  t.same(pkg.repository, { type: 'git', url: 'git+https://github.com/plinth-dev/plinth.git' })
+  t.same(pkg.keywords, ['fastify', 'fastify-plugin', 'typebox', 'drizzle', 'oauth2', 'jwt', 'crud', 'openapi', 'postgresql', 'pglite'])
 })

@@ -100,7 +100,7 @@ print(json.dumps(found))`
   return undefined
 }
 
-// Source files are not copied into dist/: the app is read from the source tree.
+// Source files are not copied into build/: the app is read from the source tree.
 const FASTAPI_DIR = fileURLToPath(new URL('../../../bench/peers/', import.meta.url))
 
 export const fastapi: Peer = {

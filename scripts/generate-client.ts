@@ -13,7 +13,7 @@ export async function clientTypes (document: object): Promise<string> {
   return HEADER + astToString(await openapiTS(document as OpenAPI3))
 }
 
-// `plinth openapi | node dist/client/generate.js > client/schema.ts`
+// `npm run client:generate` runs `plinth openapi | node build/scripts/generate-client.js > client/schema.ts`
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const chunks: Buffer[] = []
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
