@@ -299,5 +299,7 @@ async function main (args: string[]): Promise<void> {
   else await command.run(values)
 }
 
+// A reader that stops early (`plinth openapi | head`) closes the pipe: not a failure of ours.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'EPIPE') throw error })
 // No process.exit on success: stdout may be a pipe still draining the OpenAPI document.
 await main(process.argv.slice(2)).catch((error: unknown) => { process.exitCode = report(error) })

@@ -199,6 +199,19 @@ t.test('openapi prints the document the server serves, without a database', asyn
   t.ok(validation.valid, JSON.stringify(validation.errors))
 })
 
+t.test('openapi into a reader that stops early (| head) still exits 0, with nothing on stderr', async (t) => {
+  // Forty resources make a document of about a megabyte, far more than a pipe holds.
+  const RESOURCES = Array.from({ length: 40 }, (_, i) => `r${i}`).join(',')
+  const child = spawn(command[0]!, [...command.slice(1), 'openapi'], { env: { ...baseEnv, DATABASE_URL: UNREACHABLE, RESOURCES } })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  // The first chunk read, the pipe is closed, as `head -c` does.
+  child.stdout.once('data', () => child.stdout.destroy())
+  const [code] = await once(child, 'close') as [number | null]
+  t.equal(code, 0, stderr)
+  t.equal(stderr, '')
+})
+
 // From here on, one database that each command leaves to the next, as an operator would use it.
 const url = await newDatabase(t)
 const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table))
