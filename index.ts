@@ -17,7 +17,7 @@ export {
   default as resourcePlugin, ROUTE_NAMES, RecordNotFound, type ResourceOptions, type RouteName
 } from './routes/resources/index.js'
 export {
-  createItemRepository, containsPattern, seedItems, truncateItems,
+  createItemRepository, containsPattern,
   type ItemRepository, type ItemRow, type ItemSlice, type NewItem
 } from './db/items.js'
 

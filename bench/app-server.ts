@@ -1,5 +1,5 @@
 import { buildApp } from '../app.js'
-import { seedItems } from '../db/items.js'
+import { seedItems } from './seed-items.js'
 import { main } from './child.js'
 
 // bench/run.js always sets BENCH_DATABASE_URL for this child.

@@ -1,6 +1,7 @@
 import { count, gt, sql } from 'drizzle-orm'
 import t from 'tap'
-import { containsPattern, createItemRepository, seedItems } from '../../db/items.js'
+import { seedItems } from '../../bench/seed-items.js'
+import { containsPattern, createItemRepository } from '../../db/items.js'
 import { itemCounts, items } from '../../db/schema.js'
 import { countingDatabase, freshDatabase } from '../helper.js'
 
