@@ -201,23 +201,23 @@ async function createSuperuser ({ email }: Values) {
   await check('email', Email(), email)
   const password = await readPassword()
   await check('password', Password(config.PASSWORD_MIN_LENGTH), password, ` (PASSWORD_MIN_LENGTH is ${config.PASSWORD_MIN_LENGTH})`)
-  const { hashPassword } = await import('./routes/accounts/passwords.js')
+  const { hashPassword } = await import('./plugins/auth/passwords.js')
   const hashed = await hashPassword(password)
 
   const { connect } = await import('./db/client.js')
-  const { createUsers } = await import('./db/users.js')
-  const { createRefreshTokens } = await import('./db/refresh-tokens.js')
+  const { createUserRepository } = await import('./db/users.js')
+  const { createSessionRepository } = await import('./db/sessions.js')
 
   const client = await connect(config.DATABASE_URL)
   try {
     // Like the server's start: a new database gets its tables unless the operator said never.
     if (config.CREATE_TABLES_ON_STARTUP) await client.migrate()
-    const users = createUsers(client.db)
+    const users = createUserRepository(client.db)
     const { created, user } = await users.createIfAbsent({ email, hashed_password: hashed, is_superuser: true, scopes: 'me' })
     if (created) return console.log(`created superuser ${user.email} (id ${user.id})`)
     await users.update(user.id, { hashed_password: hashed, is_superuser: true, is_active: true })
     // As for a password change through the API: the sessions opened with the old password end.
-    const ended = await createRefreshTokens(client.db).revokeAll(user.id)
+    const ended = await createSessionRepository(client.db).revokeAll(user.id)
     const change = !user.is_superuser ? 'promoted to active superuser' : user.is_active ? 'already a superuser' : 'reactivated superuser'
     console.log(`existing account ${user.email} (id ${user.id}) ${change}; password replaced, ${ended} refresh token(s) revoked`)
   } finally {

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks'
 import { hash, verify } from '@node-rs/argon2'
-import { PARAMS } from '../routes/accounts/passwords.js'
+import { PARAMS } from '../plugins/auth/passwords.js'
 
 /**
  * The login scenario's ceiling: argon2id verifies per second with the app's own parameters
- * (routes/accounts/passwords.ts), pinned to the server's CPU like the server. It calls the
+ * (plugins/auth/passwords.ts), pinned to the server's CPU like the server. It calls the
  * library directly, 1, 2 and 4 at a time (4 is libuv's pool), and keeps the best, so the bound
  * does not depend on how the app schedules its verifies. Run by bench/run.js as
  * `node argon2-bound.js SECONDS` (per width); prints `{ "perSecond": n, "msPerVerify": n, "width": n }`.

@@ -1,12 +1,12 @@
 import formbody from '@fastify/formbody'
 import Fastify from 'fastify'
-import { hashPassword, verifyPassword } from '../routes/accounts/passwords.js'
+import { hashPassword, verifyPassword } from '../plugins/auth/passwords.js'
 import { main } from './child.js'
 import { PASSWORD } from './scenarios-auth.js'
 
 // The floor under the login scenario: what any Fastify login costs on this CPU. The form body
 // (parsed by @fastify/formbody, as the app's), one argon2id verify through the app's own slot
-// (routes/accounts/passwords.ts), a small JSON answer; no database, no failure count, no tokens.
+// (plugins/auth/passwords.ts), a small JSON answer; no database, no failure count, no tokens.
 // The bench reports the login against it.
 main(async () => {
   const app = Fastify({ logger: false })

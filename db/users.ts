@@ -4,13 +4,13 @@ import { createRepository } from './crud.js'
 import { sqlState } from './errors.js'
 import { users } from './schema.js'
 
-export type User = typeof users.$inferSelect
-export type NewUser = typeof users.$inferInsert
+export type UserRow = typeof users.$inferSelect
+export type NewUserRow = typeof users.$inferInsert
 
 const UNIQUE_VIOLATION = '23505'
 
 /** Users: the generic repository plus what accounts need (email lookup, unique emails, seeding). */
-export function createUsers (db: Database) {
+export function createUserRepository (db: Database) {
   const repo = createRepository(db, users)
   const byEmail = db.select().from(users).where(eq(users.email, sql.placeholder('email'))).limit(1).prepare('users_by_email')
 
@@ -26,22 +26,22 @@ export function createUsers (db: Database) {
 
   return {
     ...repo,
-    async findByEmail (email: string): Promise<User | null> {
+    async findByEmail (email: string): Promise<UserRow | null> {
       const rows = await byEmail.execute({ email: email.toLowerCase() })
       return rows[0] ?? null
     },
     /** `null` when the email is already registered (matched case-insensitively). */
-    create (values: NewUser, tx?: Database) {
+    create (values: NewUserRow, tx?: Database) {
       return unlessEmailTaken(() => repo.create({ ...values, email: values.email.toLowerCase() }, tx))
     },
     /** `null` when no such user; `'email_taken'` when the new email belongs to someone else. */
-    async update (id: number, values: Partial<NewUser>, tx?: Database): Promise<User | null | 'email_taken'> {
+    async update (id: number, values: Partial<NewUserRow>, tx?: Database): Promise<UserRow | null | 'email_taken'> {
       const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
       const result = await unlessEmailTaken(async () => ({ row: await repo.update(id, change, tx) }))
       return result === null ? 'email_taken' : result.row
     },
     /** Creates the account unless the email exists; an existing account is never changed. */
-    async createIfAbsent (values: NewUser): Promise<{ created: boolean, user: User }> {
+    async createIfAbsent (values: NewUserRow): Promise<{ created: boolean, user: UserRow }> {
       const email = values.email.toLowerCase()
       const inserted = await db.insert(users).values({ ...values, email }).onConflictDoNothing({ target: users.email }).returning()
       if (inserted[0]) return { created: true, user: inserted[0] }
@@ -52,7 +52,7 @@ export function createUsers (db: Database) {
   }
 }
 
-export type Users = ReturnType<typeof createUsers>
+export type UserRepository = ReturnType<typeof createUserRepository>
 
 /** `scopes` is stored comma-separated (SPEC 2.1) and read as a list. */
 export const scopeList = (scopes: string) => scopes.split(',').map((scope) => scope.trim()).filter(Boolean)

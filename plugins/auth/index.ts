@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import jwt, { type JWT } from '@fastify/jwt'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createUsers, scopeList, type User } from '../../db/users.js'
+import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
@@ -29,7 +29,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     /** The account behind the verified access token, loaded fresh on every request. */
-    account: User
+    account: UserRow
     /** The claims of the verified access token. */
     tokenClaims: TokenClaims | null
   }
@@ -90,7 +90,7 @@ async function authPlugin (app: FastifyInstance, opts: AuthOptions) {
     accessSeconds: (opts.accessTokenMinutes ?? 30) * 60,
     refreshSeconds: (opts.refreshTokenDays ?? 14) * 86400
   })
-  const users = createUsers(app.plinthDb.db)
+  const users = createUserRepository(app.plinthDb.db)
 
   async function authenticate (request: FastifyRequest) {
     let claims: TokenClaims
@@ -108,7 +108,7 @@ async function authPlugin (app: FastifyInstance, opts: AuthOptions) {
   }
 
   app.decorate('plinthTokens', tokens)
-  app.decorateRequest('account', null as unknown as User)
+  app.decorateRequest('account', null as unknown as UserRow)
   app.decorateRequest('tokenClaims', null)
   app.decorate('authenticate', guard(authenticate))
   app.decorate('requireSuperuser', guard(async function requireSuperuser (request) {

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Outcome } from '../../db/refresh-tokens.js'
+import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
 import type { TypeBoxInstance } from '../../plugins/validation.js'
 import { ref } from '../../schemas/common.js'
@@ -10,7 +11,6 @@ import { LoginFormSchema, RefreshRequestSchema, TokenPairSchema } from '../../sc
 import { RegisterSchema, UserSchema } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
-import { dummyHash, hashPassword, needsRehash, verifyPassword } from './passwords.js'
 
 const tags = ['auth']
 
@@ -23,7 +23,7 @@ function sendPair (reply: FastifyReply, pair: IssuedPair) {
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
-  const { users, refreshTokens, loginFailures } = ctx
+  const { users, sessions } = ctx
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
   function refreshSubject (token: string) {
@@ -37,8 +37,8 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   }
 
   /** The 401 for a token that cannot be used; a replay detected is logged for the account's owner. */
-  function refused (request: FastifyRequest, outcome: Exclude<Outcome, 'ok'>, userId: number) {
-    if (outcome === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
+  function refused (request: FastifyRequest, refusal: Refusal, userId: number) {
+    if (refusal === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
     request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
     return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }
@@ -70,15 +70,16 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   }, async function login (request, reply) {
     const email = request.body.username.toLowerCase()
     const limited = ctx.loginMaxFailures > 0
-    // With the limit on, counting the attempt also reads the account, and forgetting the count
-    // also stores the refresh token (db/login-failures.ts says why).
-    const attempt = limited ? await loginFailures.attempt(email, request.ip) : undefined
+    // With the limit on, counting the attempt also reads the account, and opening the session
+    // also forgets the count (db/sessions.ts says why).
+    const counted = limited ? { email, address: request.ip } : undefined
+    const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = attempt ? attempt.user : await users.findByEmail(email)
     const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), request.body.password)
     if (!user || !valid) throw new InvalidCredentials()
     if (!user.is_active) {
-      if (limited) await loginFailures.forget(email, request.ip)
+      if (counted) await sessions.clearAttempts(counted)
       throw inactiveUser()
     }
     if (needsRehash(user.hashed_password)) {
@@ -86,7 +87,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
     const pair = app.plinthTokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
     const token = { ...pair.refresh, user_id: user.id, family_id: pair.refresh.jti }
-    await (limited ? loginFailures.forget(email, request.ip, token) : refreshTokens.store(token))
+    await sessions.openSession(token, counted)
     return sendPair(reply, pair)
   })
 
@@ -101,12 +102,12 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   }, async function refresh (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const next = app.plinthTokens.nextRefresh()
-    const rotated = await refreshTokens.rotate(claims.jti, userId, next)
+    const rotated = await sessions.rotate(claims.jti, userId, next)
     if (!rotated) {
       const user = await users.get(userId)
       if (!user) throw new InvalidRefreshToken('the user no longer exists')
       if (!user.is_active) throw inactiveUser()
-      throw refused(request, await refreshTokens.unusable(claims.jti, userId), userId)
+      throw refused(request, await sessions.revokeFamilyIfReplayed(claims.jti, userId), userId)
     }
     return sendPair(reply, app.plinthTokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
   })
@@ -121,7 +122,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
     }
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
-    const outcome = await refreshTokens.revoke(claims.jti, userId)
+    const outcome = await sessions.revoke(claims.jti, userId)
     if (outcome !== 'ok') throw refused(request, outcome, userId)
     return reply.code(204).send()
   })
@@ -136,7 +137,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 403) }
     }
   }, async function logoutAll (request, reply) {
-    await refreshTokens.revokeAll(request.account.id)
+    await sessions.revokeAll(request.account.id)
     return reply.code(204).send()
   })
 }

@@ -1,13 +1,11 @@
-import type { LoginFailures } from '../../db/login-failures.js'
-import type { RefreshTokens } from '../../db/refresh-tokens.js'
-import { scopeList, type User, type Users } from '../../db/users.js'
+import type { SessionRepository } from '../../db/sessions.js'
+import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { UserPublic } from '../../schemas/user.js'
 
 /** What the accounts route modules share: repositories and resolved options. */
 export interface AccountsContext {
-  users: Users
-  refreshTokens: RefreshTokens
-  loginFailures: LoginFailures
+  users: UserRepository
+  sessions: SessionRepository
   passwordMinLength: number
   loginMaxFailures: number
   defaultLimit: number
@@ -15,7 +13,7 @@ export interface AccountsContext {
 }
 
 /** The public shape of an account; the response schema drops anything else by construction. */
-export const toPublic = (user: User): UserPublic => ({
+export const toPublic = (user: UserRow): UserPublic => ({
   id: user.id,
   email: user.email,
   is_active: user.is_active,

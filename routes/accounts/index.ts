@@ -3,9 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import fp from 'fastify-plugin'
-import { createLoginFailures } from '../../db/login-failures.js'
-import { createRefreshTokens } from '../../db/refresh-tokens.js'
-import { createUsers } from '../../db/users.js'
+import { createSessionRepository } from '../../db/sessions.js'
+import { createUserRepository } from '../../db/users.js'
+import { hashPassword } from '../../plugins/auth/passwords.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
@@ -15,7 +15,6 @@ import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
 import type { AccountsContext } from './context.js'
-import { hashPassword } from './passwords.js'
 import { usersRoutes } from './users-routes.js'
 
 const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback })
@@ -52,9 +51,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   const options = resolveOptions(opts)
   const ctx: AccountsContext = {
     ...options,
-    users: createUsers(app.plinthDb.db),
-    refreshTokens: createRefreshTokens(app.plinthDb.db, { reuseDetection: options.reuseDetection }),
-    loginFailures: createLoginFailures(app.plinthDb.db, options.loginWindowSeconds)
+    users: createUserRepository(app.plinthDb.db),
+    sessions: createSessionRepository(app.plinthDb.db, options)
   }
 
   app.setValidatorCompiler(validatorCompiler)
@@ -79,8 +77,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
   }
 
-  const purge = () => Promise.all([ctx.refreshTokens.purge(), ctx.loginFailures.purgeExpired()])
-    .then(([tokens, counters]) => app.log.debug({ tokens, counters }, 'purged unusable session records'))
+  const purge = () => ctx.sessions.purge()
+    .then((purged) => app.log.debug(purged, 'purged unusable session records'))
     .catch((err: unknown) => app.log.warn({ err }, 'purging session records failed'))
   const timer = setInterval(purge, options.purgeIntervalMs).unref()
   app.addHook('onClose', async () => clearInterval(timer))

@@ -1,5 +1,6 @@
-import type { NewUser } from '../../db/users.js'
+import type { NewUserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
+import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
 import type { TypeBoxInstance } from '../../plugins/validation.js'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
@@ -8,7 +9,6 @@ import {
 } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, UserNotFound, WrongCurrentPassword } from './errors.js'
-import { hashPassword, verifyPassword } from './passwords.js'
 
 const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not found']
 
@@ -17,15 +17,15 @@ const security = [{ OAuth2PasswordBearer: [] }]
 
 /** The current user's profile, and the superuser's administration of every account. */
 export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
-  const { users, refreshTokens } = ctx
+  const { users, sessions } = ctx
 
   /** Applies a change; a new password or a deactivation ends every session of that user. */
-  async function change (id: number, values: Partial<NewUser> & { password?: string }) {
+  async function change (id: number, values: Partial<NewUserRow> & { password?: string }) {
     const { password, ...rest } = values
     const updated = await users.update(id, password ? { ...rest, hashed_password: await hashPassword(password) } : rest)
     if (updated === 'email_taken') throw new EmailTaken(String(values.email).toLowerCase())
     if (!updated) throw new UserNotFound(id)
-    if (password || values.is_active === false) await refreshTokens.revokeAll(id)
+    if (password || values.is_active === false) await sessions.revokeAll(id)
     return toPublic(updated)
   }
 

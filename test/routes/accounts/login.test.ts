@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { loginFailures, refreshTokens, users } from '../../../db/schema.js'
-import { hashPassword } from '../../../routes/accounts/passwords.js'
+import { hashPassword } from '../../../plugins/auth/passwords.js'
 import { PASSWORD, build, claimsOf, register } from '../../helper.js'
 
 const form = (fields: Record<string, string>) => ({

@@ -168,8 +168,8 @@ t.test('the purge deletes expired and revoked records, and keeps live ones', asy
   }
   const live = record(60_000, false)
   await db.insert(refreshTokens).values([record(-1000, false), record(-1000, true), record(60_000, true), live])
-  const { createRefreshTokens } = await import('../../../db/refresh-tokens.js')
-  t.equal(await createRefreshTokens(db).purge(), 3)
+  const { createSessionRepository } = await import('../../../db/sessions.js')
+  t.same(await createSessionRepository(db).purge(), { tokens: 3, counters: 0 })
   t.same((await db.select().from(refreshTokens)).map((row) => row.jti), [live.jti], 'only the usable record remains')
 })
 
@@ -181,8 +181,8 @@ t.test('with reuse detection, the purge keeps revoked records until they expire'
     { jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() + 60_000), revoked: true },
     { jti: randomUUID(), user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() - 1000), revoked: true }
   ])
-  const { createRefreshTokens } = await import('../../../db/refresh-tokens.js')
-  t.equal(await createRefreshTokens(db, { reuseDetection: true }).purge(), 1, 'only the expired one')
+  const { createSessionRepository } = await import('../../../db/sessions.js')
+  t.same(await createSessionRepository(db, { reuseDetection: true }).purge(), { tokens: 1, counters: 0 }, 'only the expired one')
   t.same((await db.select().from(refreshTokens)).map((row) => row.jti), [jti])
 })
 
