@@ -4,27 +4,23 @@ import { loginFailures, refreshTokens, users } from './schema.js'
 import type { UserRow } from './users.js'
 
 export type RefreshTokenRow = typeof refreshTokens.$inferSelect
-/** A session's refresh token as the login or a rotation stores it. */
 export type NewRefreshToken = Pick<RefreshTokenRow, 'jti' | 'user_id' | 'family_id' | 'expires_at'>
 /** The successor of a rotated token: its id and expiry, chosen before the rotation. */
 export type Successor = Pick<RefreshTokenRow, 'jti' | 'expires_at'>
 /** Why a refresh token was refused: unknown, spent or expired, or a replay that ended its family. */
 export type Refusal = 'invalid' | 'reused'
 
+/** Attempts from this email and address in the current window (this one included), and the email's account. */
 export interface LoginAttempt {
-  /** Attempts from this email and address in the current window, this one included. */
   count: number
   /** Seconds until the window resets. */
   retryAfter: number
-  /** The account with the attempt's email, if there is one. */
   user: UserRow | null
 }
 
-/** Who made a counted login attempt. */
 export interface Attempter { email: string, address: string }
 
 export interface SessionOptions {
-  /** The window of the login attempt counter. */
   loginWindowSeconds: number
   /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
   reuseDetection: boolean
@@ -69,7 +65,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const clearAndOpen = db.with(cleared).insert(refreshTokens).values(token).prepare('sessions_open_counted')
   const open = db.insert(refreshTokens).values(token).prepare('sessions_open')
 
-  /** The user's token `jti`, unless it is revoked or expired. */
   const usable = (jti: string | SQLWrapper, userId: number | SQLWrapper) => and(
     eq(refreshTokens.jti, jti),
     eq(refreshTokens.user_id, userId),

@@ -54,6 +54,6 @@ export function createUserRepository (db: Database) {
 
 export type UserRepository = ReturnType<typeof createUserRepository>
 
-/** `scopes` is stored comma-separated (SPEC 2.1) and read as a list. */
+/** `scopes` is stored comma-separated and read as a list. */
 export const scopeList = (scopes: string) => scopes.split(',').map((scope) => scope.trim()).filter(Boolean)
 export const scopeText = (scopes: readonly string[]) => [...new Set(scopes)].join(',')

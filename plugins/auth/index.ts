@@ -47,10 +47,8 @@ function bearerToken (request: FastifyRequest): string {
   return token
 }
 
-/**
- * @fastify/jwt in a context of its own and under a namespace: none of its decorators reach the
- * host, whose own @fastify/jwt, `request.user` and payload types stay the host's.
- */
+// @fastify/jwt in a context of its own, under a namespace: the host's own @fastify/jwt,
+// `request.user` and payload types stay the host's.
 async function signer (app: FastifyInstance, secret: string): Promise<JWT> {
   let namespaced: JWT | undefined
   await app.register(async function plinthJwt (instance) {
@@ -80,8 +78,8 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
 }
 
 /**
- * JWT access tokens (HS256 only) and the three guards of Profile A, on the root instance so any
- * plugin, a host app's included, can protect its routes with them.
+ * JWT access tokens (HS256 only) and the three guards, on the root instance so any plugin, a
+ * host app's included, can protect its routes with them.
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
 async function authPlugin (app: FastifyInstance, opts: AuthOptions) {

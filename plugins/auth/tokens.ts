@@ -4,7 +4,7 @@ import { PG_INT_MAX } from '../../schemas/common.js'
 
 export type TokenType = 'access' | 'refresh'
 
-/** The claims of every token this service signs (DESIGN.md, Profile A). */
+/** The claims of every token this service signs. */
 export interface TokenClaims {
   sub: string
   scopes: string[]
@@ -64,10 +64,7 @@ export function createTokens (jwt: JWT, lifetimes: { accessSeconds: number, refr
       }
     },
 
-    /**
-     * Verifies signature (HS256 only), expiry and shape, and that the token is of the expected
-     * type: an access token is never accepted as a refresh token, nor the other way round.
-     */
+    /** Signature (HS256 only), expiry, shape, and type: an access token is never a refresh token, nor the reverse. */
     verify (token: string, type: TokenType): TokenClaims {
       let claims: TokenClaims
       try {
