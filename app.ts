@@ -29,23 +29,16 @@ export type BuildOptions = FastifyHttpOptions<Server> & {
   database?: DatabaseClient
 }
 
-/**
- * The whole service as one Fastify instance. The registration order below is the product's
- * architecture: infrastructure first (errors, cors, docs, security headers, db, auth), then the profiles under /api/v1:
- * health, the catalog, accounts, and one generic resource per name in RESOURCES.
- * Tests call this with explicit settings; server.ts with the environment's.
- */
+/** The whole service as one Fastify instance; the registration order below is its architecture. */
 export async function buildApp (settings: Partial<Config> = {}, { database, ...options }: BuildOptions = {}) {
   const config = resolveConfig(settings)
   const app = Fastify({
     bodyLimit: config.BODY_LIMIT,
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
-    // A new PGlite folder initialises its cluster on first open: 5 to 15 s on this machine.
+    // A new PGlite folder initialises its cluster on first open, which can take seconds.
     pluginTimeout: 60_000,
-    // Errors raised before routing (a URL that does not decode, bytes that are not HTTP) get the
-    // same problem document as every other error. Hooks do not run for the first kind: its reply
-    // gets the security headers here.
+    // Errors before routing get the problem document and the security headers here, since no hook runs for them.
     frameworkErrors: (error, request, reply) => problemErrorHandler(error, request, reply.headers(apiSecurityHeaders)),
     clientErrorHandler,
     ...options

@@ -7,10 +7,8 @@ import type { TSchema } from '@sinclair/typebox'
 import type { DatabaseClient } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 
-// Each command loads what it needs when it runs, so --help and usage errors answer at once
-// (0.6 s instead of 2 s compiled, on this loaded machine).
+// Each command loads what it needs when it runs, so --help and usage errors answer at once.
 
-/** A mistake in the command line or its input: exit 2, followed by `usage` when it would help. */
 class UsageError extends Error {
   constructor (message: string, readonly usage = '') { super(message) }
 }
@@ -21,19 +19,14 @@ type Values = Record<string, string | boolean | undefined>
 
 interface Option {
   type: 'string' | 'boolean'
-  /** The value's placeholder in the usage, for a string option. */
   value?: string
   description: string
 }
 
 interface Command {
-  /** What follows the command's name on its usage line. */
   synopsis: string
-  /** Its line in the list of commands. */
   summary: string
-  /** What it does: its --help, after the usage line. */
   description: string
-  /** Its --help after the options: what it reads besides them, the environment last. */
   notes: string
   options: Record<string, Option>
   run (values: Values): Promise<void>
@@ -47,7 +40,6 @@ const commands: Record<string, Command> = {
       '(without its V8 flags: see the README).',
     notes: 'Environment: all the settings of the README; HOST, PORT and DATABASE_URL above all.',
     options: {},
-    // server.ts starts the server when imported, and owns its shutdown and exit code from there on.
     run: async () => { await import('./server.js') }
   },
   migrate: {
@@ -85,7 +77,6 @@ const commands: Record<string, Command> = {
 
 const HELP: Option = { type: 'boolean', description: 'print this help' }
 
-/** Two columns: the terms padded to one width. */
 const columns = (rows: Array<[string, string]>) => {
   const width = Math.max(...rows.map(([term]) => term.length)) + 3
   return rows.map(([term, text]) => `  ${term.padEnd(width)}${text}`.trimEnd()).join('\n')
@@ -144,7 +135,6 @@ async function runMigrate () {
   console.log(await migrate(await readConfig()))
 }
 
-/** Applies the same rules as registration (format, length, no NUL) to one field. */
 async function check (field: string, schema: TSchema, value: string, hint = '') {
   const { Type } = await import('@sinclair/typebox')
   const { validatorCompiler } = await import('./plugins/validation.js')
@@ -153,7 +143,6 @@ async function check (field: string, schema: TSchema, value: string, hint = '') 
   throw new UsageError(`invalid ${field}: ${validate.errors?.[0]?.message ?? 'refused'}${hint}`)
 }
 
-/** Reads one line from the terminal without echoing it (raw mode: Enter, Ctrl-C and backspace are ours to handle). */
 function readHidden (prompt: string): Promise<string> {
   const { stdin, stderr } = process
   // Echo goes off before the prompt shows, so nothing typed after it can appear.
@@ -210,7 +199,6 @@ async function createSuperuser ({ email }: Values) {
 
   const client = await connect(config.DATABASE_URL)
   try {
-    // Like the server's start: a new database gets its tables unless the operator said never.
     if (config.CREATE_TABLES_ON_STARTUP) await client.migrate()
     const users = createUserRepository(client.db)
     const { created, user } = await users.createIfAbsent({ email, hashed_password: hashed, is_superuser: true, scopes: 'me' })
@@ -225,11 +213,7 @@ async function createSuperuser ({ email }: Values) {
   }
 }
 
-/**
- * The document depends on the settings (RESOURCES, limits), not on data: the app is built on a
- * Drizzle instance without a driver, and with nothing to create at boot it runs no query. On an
- * in-memory PGlite instead the command took 10 to 11 s and 600 to 750 MB here; this, 2 to 5 s and 110 MB.
- */
+/** The document depends on settings, not data: built on a driverless Drizzle with nothing to create at boot, it opens no database. */
 async function printOpenapi () {
   const config = await readConfig()
   const { drizzle } = await import('drizzle-orm/postgres-js')
@@ -254,7 +238,6 @@ function rootMessage (error: unknown): string {
   return current.message || String((current as { code?: unknown }).code ?? current.name)
 }
 
-/** One line on stderr for every failure; returns the exit code. */
 function report (error: unknown): number {
   if (error instanceof UsageError) {
     process.stderr.write(`plinth: ${error.message}\n${error.usage && `\n${error.usage}`}`)

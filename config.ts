@@ -5,10 +5,7 @@ import { BUILT_IN_TABLES } from './db/resources.js'
 const Int = (min: number, fallback: number, max = 2147483647) =>
   Type.Integer({ minimum: min, maximum: max, default: fallback })
 
-/**
- * Every setting of the service, with its default. This is the only place that knows
- * the environment variables; everything else receives a typed Config.
- */
+/** Every setting with its default: the only place that knows the environment variables. */
 export const ConfigSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   PORT: Int(0, 8000, 65535),
@@ -56,7 +53,6 @@ export class ConfigError extends Error {
 const TRUE = new Set(['true', '1', 'yes'])
 const FALSE = new Set(['false', '0', 'no'])
 
-/** Turns one environment string into the JSON value its schema expects. */
 function fromEnv (name: string, raw: string, schema: TSchema): unknown {
   switch (schema.type) {
     case 'integer': {
@@ -77,10 +73,6 @@ function fromEnv (name: string, raw: string, schema: TSchema): unknown {
   }
 }
 
-/**
- * Applies defaults to a partial config and validates the result, naming the first bad setting.
- * Tests and embedding apps call this through buildApp with plain values.
- */
 export function resolveConfig (partial: Partial<Config> = {}): Config {
   const defined = Object.fromEntries(Object.entries(partial).filter(([, value]) => value !== undefined))
   const config = Value.Default(ConfigSchema, Value.Clone(defined)) as Config

@@ -1,4 +1,3 @@
-// The library's public surface: the app, each plugin on its own, the database layer and the schemas.
 export { buildApp, API_PREFIX, type App, type BuildOptions } from './app.js'
 export { ConfigSchema, ConfigError, loadConfig, resolveConfig, type Config } from './config.js'
 

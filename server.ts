@@ -10,7 +10,6 @@ import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
 
 const GRACE_MS = 10_000
-// How long a shutdown waits for open connections to finish before closing those still idle.
 const DRAIN_MS = 2_000
 
 function readConfig (): Config {
@@ -33,20 +32,13 @@ const loggerOptions: LoggerOptions = {
 }
 const log = pino(loggerOptions)
 
-// A single process hears it from the auth plugin; workers also refuse each other's tokens.
 function warnAboutWorkerSecrets () {
   if (config.SECRET_KEY) return
   log.warn('SECRET_KEY is not set: each worker signs with its own random key, so workers refuse each other\'s tokens and every token dies at restart')
 }
 
-/**
- * Shutdown in order: stop accepting connections, let every request already sent be answered with
- * `Connection: close`, close the connections still idle, then the app and the database last.
- * Node's own `server.close()` closes idle-looking keep-alive connections at once, and so cuts off
- * requests that clients had sent but a busy event loop had not read yet (test/reliability/shutdown
- * with 32 clients: 3 cut off on PostgreSQL, 32 on PGlite). So the listener is closed alone first,
- * and Fastify's close (which calls `server.close()`) comes after the drain.
- */
+// Node's server.close() drops idle-looking keep-alive connections, cutting off requests sent but not yet
+// read: so the listener closes alone, requests drain with `Connection: close`, and the app closes last.
 async function drainAndClose (app: App) {
   app.server.prependListener('request', (_request, response) => { response.shouldKeepAlive = false })
   const drained = once(app.server, 'close')
@@ -55,21 +47,16 @@ async function drainAndClose (app: App) {
   await app.close()
 }
 
-/** One server process: the app on HOST:PORT, closed gracefully on SIGTERM and SIGINT. */
 async function serve () {
   const app = await buildApp(config, {
     logger: loggerOptions,
-    // Bound what a slow or silent client can hold: the headers (10 s), the whole request, a
-    // silent new connection. Keep-alive outlives the 60 s idle timeout of common load balancers,
-    // so they, not we, close an idle connection and never send on one we are closing.
+    // Bound what a slow client can hold; keep-alive outlives load balancers' 60 s idle timeout, so they close idle connections.
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
-    // Node enforces the header and request timeouts only when it checks, every 30 s by default:
-    // a silent client would hold its connection up to 40 s instead of 10.
+    // Node checks the header and request timeouts only every 30 s by default: too coarse for a 10 s bound.
     http: { headersTimeout: 10_000, connectionsCheckingInterval: 2_000 },
-    // During a shutdown the database stays open until the last request is answered, so those
-    // requests are served, not refused with Fastify's 503 (which is not a problem document).
+    // The database stays open until the last request is answered, so those are served, not refused with Fastify's bare 503.
     return503OnClosing: false
   })
   closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ err, signal }) => {
@@ -80,10 +67,6 @@ async function serve () {
   await app.listen({ host: config.HOST, port: config.PORT })
 }
 
-/**
- * WORKERS > 1: the primary applies migrations once, then forks workers that share the port
- * (node:cluster) and never touch the schema, and replaces any worker that dies.
- */
 async function supervise () {
   if (!/^postgres(ql)?:/.test(config.DATABASE_URL)) {
     log.fatal('WORKERS > 1 needs PostgreSQL: PGlite is a single-process database. Set DATABASE_URL to a postgres:// URL or WORKERS=1')

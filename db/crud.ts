@@ -4,7 +4,6 @@ import { batched } from './batch.js'
 import type { Database } from './client.js'
 import { sqlState } from './errors.js'
 
-/** Any table whose primary key is an integer column named `id`. */
 export type TableWithId = PgTable & { id: PgColumn }
 
 export interface Page {
@@ -14,16 +13,11 @@ export interface Page {
 
 export interface Repository<Row, Insert> {
   get (id: number, tx?: Database): Promise<Row | null>
-  /** Rows ordered by id ascending, so consecutive pages never overlap or skip. */
   list (page: Page, tx?: Database): Promise<Row[]>
-  /**
-   * Keyset page: the first `limit` rows whose id is greater than `afterId`, by id ascending.
-   * Unlike `offset`, its cost does not grow with how deep the page is.
-   */
+  /** Keyset page: unlike `offset`, its cost does not grow with the page's depth. */
   listAfter (afterId: number, limit: number, tx?: Database): Promise<Row[]>
   count (tx?: Database): Promise<number>
   create (values: Insert, tx?: Database): Promise<Row>
-  /** Writes only the keys present in `values`; an empty change returns the row untouched. */
   update (id: number, values: Partial<Insert>, tx?: Database): Promise<Row | null>
   delete (id: number, tx?: Database): Promise<boolean>
 }
@@ -33,16 +27,7 @@ export function definedOnly<T extends object> (values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
-/**
- * The generic repository Profiles B and C share. Reads run as prepared statements (the query
- * builder costs about half the throughput on a hot route); inside a transaction they run on it.
- *
- * Outside a transaction, `get` and `create` are batched: the calls of one turn of the event loop
- * go out as one query when the turn ends (setImmediate), so a busy server sends PostgreSQL one
- * `id = any($1)` lookup, or one multi-row INSERT and one commit, for many requests. Nothing is
- * cached: each batch is sent after its requests arrived, so it sees every write acknowledged
- * before them, and a created row is acknowledged only once its batch has committed.
- */
+/** Prepared reads (the query builder is costly on a hot route); outside a transaction, `get` and `create` batch per event-loop turn. */
 export function createRepository<T extends TableWithId> (db: Database, table: T):
 Repository<InferSelectModel<T>, InferInsertModel<T>> {
   type Row = InferSelectModel<T>
@@ -68,7 +53,6 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
   }
 
   const tableColumns = getTableColumns(table)
-  // Prepared updates, one per set of columns written and of which of them are null.
   const updates = new Map<string, { execute (values: Record<string, unknown>): Promise<unknown> }>()
 
   const lookups = batched<number, Row | null>(async (ids) => {
@@ -84,9 +68,8 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
     try {
       rows = await insert([...batch], db)
     } catch (err) {
-      // A row the database refused (SQLSTATE class 22 or 23: bad data, a broken constraint) fails
-      // the whole statement, which wrote nothing: each row is then tried on its own, so only the
-      // offending ones fail. Any other error (the database is down) is every row's answer.
+      // A refused row (SQLSTATE class 22 or 23) fails the whole statement, which wrote nothing: each row is
+      // then tried alone, so only the offending ones fail. Any other error is every row's answer.
       if (batch.length === 1 || !/^2[23]/.test(sqlState(err) ?? '')) throw err
       return Promise.all(batch.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => e)))
     }
@@ -121,15 +104,13 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       const change = definedOnly(values) as Record<string, unknown>
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
       if (columns.length === 0) return this.get(id, tx)
-      // A null is written as NULL: Drizzle would hand it to the column's encoder (a timestamp's
-      // encoder calls toISOString on it). So the statement depends on which columns are null.
+      // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
       const build = (exec: Database) => exec.update(table)
         .set(Object.fromEntries(columns.map((column) =>
           [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
         .where(eq(table.id, sql.placeholder('id'))).returning()
       const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',')
-      // Outside a transaction, prepared once per shape: building the UPDATE on every call was
-      // about 20 KB of the 57 KB a PATCH allocated.
+      // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
       let statement = tx ? build(tx) : updates.get(shape)
       if (!statement) updates.set(shape, statement = build(db).prepare(`${name}_update_${updates.size}`))
       const params: Record<string, unknown> = { id }

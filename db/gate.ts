@@ -32,12 +32,8 @@ export function createGate (limit: number) {
 
 type Unsafe = Sql['unsafe']
 
-/**
- * Refused before PostgreSQL ran anything: no listener (ECONNREFUSED), or a server still starting
- * (57P03). postgres.js queues new queries on a connection that is still connecting, so one opened
- * during a restart fails queries sent after the server is ready (test/reliability/outage: a 503
- * after readiness answered 200). Nothing ran, so one more try, on a new connection, is safe.
- */
+// Refused before PostgreSQL ran anything (no listener, or a server still starting): postgres.js fails queries
+// queued on a connection opened during a restart, and as nothing ran, one more try on a new connection is safe.
 const neverRan = (err: unknown) => ['ECONNREFUSED', '57P03'].includes((err as { code?: string } | null)?.code ?? '')
 
 async function onceMore<T> (task: () => PromiseLike<T>): Promise<T> {
@@ -49,16 +45,7 @@ async function onceMore<T> (task: () => PromiseLike<T>): Promise<T> {
   }
 }
 
-/**
- * The postgres.js client with never more queries in flight than it has connections, so that
- * it never pipelines. Why: postgres.js 3.4.9 keeps its connections in queues whose `shift` leaves
- * a hole and whose `remove` is an `indexOf` from the start; when queries outnumber connections
- * they go through the "busy" queue, which then never empties and grows by one hole per query.
- * Measured here (GET item, 50 connections, pool 10): 6,760 req/s in the first 10 s, 3,460 in the
- * sixth. `max_pipeline: 0` avoids it too but breaks `sql.begin` (UNSAFE_TRANSACTION). Waiting
- * here instead costs nothing: the pipelined query would have waited on its connection anyway.
- * A transaction holds its place for its whole duration, as it holds its connection.
- */
+/** postgres.js that never pipelines: in 3.4.9 pipelined queries leave holes in a queue that slows every later query. */
 export function gated (sql: Sql, limit: number): Sql {
   const run = createGate(limit)
   const unsafe = (...args: Parameters<Unsafe>) => {

@@ -7,7 +7,6 @@ import { itemCounts, items } from './schema.js'
 export type ItemRow = typeof items.$inferSelect
 export type NewItem = typeof items.$inferInsert
 
-/** One list page and the size of the whole (filtered) collection it was cut from. */
 export interface ItemSlice {
   rows: ItemRow[]
   total: number
@@ -19,12 +18,9 @@ type AfterQuery = { q?: string, afterId: number, limit: number }
 export interface ItemRepository extends Repository<ItemRow, NewItem> {
   /** Exact, from the trigger-maintained counter: the same cost at ten rows or ten million. */
   count (tx?: Database): Promise<number>
-  /** Items whose name contains `text` (case-insensitive, `%` `_` `\` literal), by id. */
   searchByName (text: string, limit?: number, tx?: Database): Promise<ItemRow[]>
   countByName (text: string, tx?: Database): Promise<number>
-  /** Offset page, of every item or of those whose name contains `q`. */
   page (query: PageQuery, tx?: Database): Promise<ItemSlice>
-  /** Keyset page: items with an id above `afterId`; as fast on the last page as on the first. */
   pageAfter (query: AfterQuery, tx?: Database): Promise<ItemSlice>
 }
 
@@ -35,7 +31,6 @@ export function containsPattern (text: string): string {
 
 interface Runnable<R> { execute (values?: Record<string, unknown>): Promise<R> }
 
-/** A prepared statement on `db`, or the same query built on `tx` when given one. */
 function statement<R> (db: Database, name: string, build: (exec: Database) => Runnable<R> & { prepare (name: string): Runnable<R> }) {
   const prepared = build(db).prepare(name)
   return (values: Record<string, unknown>, tx?: Database) => (tx ? build(tx) : prepared).execute(values)
@@ -44,7 +39,6 @@ function statement<R> (db: Database, name: string, build: (exec: Database) => Ru
 // Served by the trigram index items_name_trgm_idx.
 const nameMatches = sql`${items.name} ilike ${sql.placeholder('pattern')} escape '\\'`
 
-/** The catalog's repository: the generic one, with a counter-backed count and name search. */
 export function createItemRepository (db: Database): ItemRepository {
   const base = createRepository(db, items)
   const total = statement(db, 'items_total', (exec) =>

@@ -41,11 +41,7 @@ function columnDdl (column: PgColumn): string {
     `${column.generatedIdentity ? identity(column) : ''}${column.notNull && !column.primary ? ' NOT NULL' : ''}`
 }
 
-/**
- * `CREATE TABLE IF NOT EXISTS` for a table made by `resourceTable`, generated from its Drizzle
- * columns so that db/schema.ts stays the one definition (a test compares it with drizzle-kit's).
- * It covers what resource tables use and refuses anything else rather than dropping it.
- */
+/** CREATE TABLE IF NOT EXISTS from the Drizzle columns, so db/schema.ts stays the one definition; refuses what it cannot express. */
 export function resourceTableDdl (table: ResourceTable): string {
   const config = getTableConfig(table)
   const extras = config.indexes.length + config.checks.length + config.foreignKeys.length +
@@ -56,10 +52,7 @@ export function resourceTableDdl (table: ResourceTable): string {
   return `CREATE TABLE IF NOT EXISTS "${config.name}" (\n\t${config.columns.map(columnDdl).join(',\n\t')}\n);`
 }
 
-/**
- * The columns of the ordinary table `name` on the search path, none when there is no such table.
- * pg_catalog rather than information_schema: the view took about 100 ms a boot on PGlite.
- */
+/** The columns of the ordinary table `name` on the search path; pg_catalog, as information_schema is slow on PGlite. */
 async function columnsOf (db: Database, name: string): Promise<string[]> {
   const rows = await db.select({ name: sql<string>`a.attname` })
     .from(sql`pg_attribute a join pg_class c on c.oid = a.attrelid`)
@@ -67,17 +60,13 @@ async function columnsOf (db: Database, name: string): Promise<string[]> {
   return rows.map((row) => row.name).sort()
 }
 
-/**
- * Creates the resource's table unless it exists, then checks that the table under that name has
- * the resource columns, so a host's own table of that name fails the boot instead of every request.
- */
+/** Creates the table unless it exists, then checks its columns: a host's own table of that name fails the boot, not every request. */
 export async function ensureResourceTable (db: Database, table: ResourceTable): Promise<void> {
   const name = getTableName(table)
   let found = await columnsOf(db, name)
   if (found.length === 0) {
     await db.transaction(async (tx) => {
-      // One creator at a time across every process on this database: concurrent CREATE TABLE IF NOT
-      // EXISTS of one name can fail on PostgreSQL's catalog unique index instead of skipping.
+      // One creator at a time across processes: concurrent CREATE TABLE IF NOT EXISTS can fail on the catalog's unique index.
       await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
       await tx.execute(sql.raw(resourceTableDdl(table)))
     })
@@ -94,10 +83,7 @@ export async function ensureResourceTable (db: Database, table: ResourceTable): 
   }
 }
 
-/**
- * Everything startup creates: the migrations, then one table per resource name. For the processes
- * that prepare a database without serving it (`npm run db:migrate`, the primary of WORKERS > 1).
- */
+/** Migrations, then one table per resource, for processes that prepare a database without serving it (db:migrate, the WORKERS primary). */
 export async function createTables (client: DatabaseClient, resources: readonly string[]): Promise<void> {
   await client.migrate()
   for (const name of new Set(resources)) await ensureResourceTable(client.db, resourceTable(name))

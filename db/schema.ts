@@ -32,7 +32,6 @@ export const refreshTokens = pgTable('refresh_tokens', {
   index('refresh_tokens_expires_at_idx').on(table.expires_at)
 ])
 
-// Failed-login counter per email and client address, shared by every server process.
 export const loginFailures = pgTable('login_failures', {
   email: text('email').notNull(),
   address: text('address').notNull(),
@@ -57,20 +56,14 @@ export const items = pgTable('items', {
   check('items_price_non_negative', sql`${table.price} >= 0`)
 ])
 
-/**
- * The exact number of items is the sum of these rows, so `total` costs the same at any table
- * size. Triggers (migration 0003) update one shard per backend in the transaction that inserts
- * or deletes; several shards keep concurrent writers off a single hot row.
- */
+// The item count is the sum of these rows, so `total` costs the same at any table size. Triggers
+// (migration 0003) update one shard per backend, keeping concurrent writers off a single hot row.
 export const itemCounts = pgTable('item_counts', {
   shard: smallint('shard').primaryKey(),
   n: bigint('n', { mode: 'number' }).notNull().default(0)
 })
 
-/**
- * The table of one Profile C resource. Each resource gets its own table and so its own
- * identity sequence: ids start at 1 and are never reused after a delete.
- */
+/** One Profile C resource's table: its own identity sequence, so ids start at 1 and are never reused. */
 export function resourceTable (name: string) {
   return pgTable(name, {
     id: integer('id').primaryKey().generatedAlwaysAsIdentity(),

@@ -10,21 +10,15 @@ declare module 'fastify' {
 }
 
 export type DbOptions = ({
-  /** A DATABASE_URL: postgres://, postgresql://, pglite://PATH or memory:// */
   url: string
 } | {
   /** An already open client, which stays the caller's to close. */
   client: DatabaseClient
 }) & {
-  /** Apply the committed migrations before the app is ready (CREATE_TABLES_ON_STARTUP). */
   migrate?: boolean
 }
 
-/**
- * Opens the database (or takes an open client), applies migrations when asked, and decorates
- * `plinthDb`: a name of its own, so a host's `db` decorator stays the host's.
- * A client it opened, it closes when the app closes.
- */
+/** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
 async function dbPlugin (app: FastifyInstance, opts: DbOptions) {
   const client = 'client' in opts ? opts.client : await connect(opts.url)
   if (!('client' in opts)) app.addHook('onClose', () => client.close())

@@ -5,7 +5,6 @@ import fp from 'fastify-plugin'
 import { assertBeforeRoutes } from './order.js'
 
 export interface DocsOptions {
-  /** The document's title. Default `plinth`. */
   title?: string
 }
 
@@ -15,21 +14,14 @@ export const DOCS_PREFIX = '/docs'
 type ObjectSchema = { properties?: Record<string, { default?: unknown }>, required?: string[] }
 type SecuritySchemes = Record<string, object>
 
-/**
- * A query parameter with a default may be left out: Ajv fills it in before `required` is checked,
- * so the document must not call it required (generated clients would insist on it). A copy: the
- * route keeps its own schema for validation.
- */
+/** A defaulted query parameter may be left out (Ajv fills it in), so the document's copy does not list it as required. */
 function optionalDefaults (querystring: unknown) {
   const { properties, required } = (querystring ?? {}) as ObjectSchema
   if (!properties || !required) return querystring
   return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
 }
 
-/**
- * Documents a profile's routes in whichever @fastify/swagger the app has, plinth's or the host's:
- * each route brings its own transform, which also declares the security schemes it refers to.
- */
+/** Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use. */
 export function documentRoutes (app: FastifyInstance, securitySchemes: SecuritySchemes = {}) {
   const swaggerTransform: SwaggerTransform = ({ schema, url, ...document }) => {
     if ('openapiObject' in document) {
@@ -44,11 +36,7 @@ export function documentRoutes (app: FastifyInstance, securitySchemes: SecurityS
   })
 }
 
-/**
- * The OpenAPI 3.1 document, generated from the route schemas, and Swagger UI at /docs whose
- * Authorize button logs in through the password flow. A host that registered its own
- * @fastify/swagger keeps it: plinth's routes join the host's document.
- */
+/** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept and gets plinth's routes. */
 async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
   if (app.hasDecorator('swagger')) {
     app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')

@@ -10,7 +10,6 @@ import { apiSecurityHeaders } from './security.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
 
-// Fastify's own codes, renamed to the stable names of our error contract.
 const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
@@ -21,7 +20,6 @@ const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_MAX_PARAM_LENGTH: 'PATH_PARAMETER_TOO_LONG'
 }
 
-/** `404` -> `NOT_FOUND`: the code of an error that brought no code of its own. */
 const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
 
 export function problem (status: number, code: string, detail: string): Problem {
@@ -35,7 +33,6 @@ function pointer (context: string | undefined, error: ValidationError): string {
 
 const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u
 
-/** Which of the two things TEXT_PATTERN refuses the value has (the validators are verbose, so it is there). */
 function textMessage (data: unknown) {
   return typeof data === 'string' && !data.includes('\u0000') && UNPAIRED_SURROGATE.test(data)
     ? 'must not contain unpaired surrogates'
@@ -82,12 +79,7 @@ function sendProblem (reply: FastifyReply, body: Problem) {
   return reply.code(body.status).type('application/problem+json').send(body)
 }
 
-/**
- * Renders any error as a problem document. The errors plugin sets it at the root; each profile
- * also sets it on its own context, so its routes keep their error contract in any host app.
- * It is also Fastify's `frameworkErrors` option: a URL that does not decode (`/items/%ZZ`) or a
- * path parameter longer than the router takes fails before routing, where no handler applies.
- */
+/** Any error as a problem document: at the root, on each profile's context (for host apps), and before routing (`frameworkErrors`). */
 export function problemErrorHandler (this: unknown, error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
   const body = toProblem(error, request)
   // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
@@ -103,10 +95,7 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
 // The responses below bypass Fastify's hooks, so they set the API's security headers themselves.
 const securityHeaderLines = Object.entries(apiSecurityHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('')
 
-/**
- * Fastify's `clientErrorHandler` option: bytes that Node's HTTP parser refuses never become a
- * request, so this writes the problem document to the socket itself, then closes it.
- */
+/** Bytes Node's HTTP parser refuses never become a request: the problem document goes straight to the socket, which then closes. */
 export function clientErrorHandler (error: Error & { code?: string, reason?: string }, socket: Socket) {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const [status, code] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'MALFORMED_REQUEST']
@@ -119,11 +108,7 @@ export function clientErrorHandler (error: Error & { code?: string, reason?: str
   socket.destroy(error)
 }
 
-/**
- * One error format for the whole app: every error, thrown or raised by Fastify, becomes an
- * RFC 9457 problem document with a string `detail` and a stable `code`.
- * @see https://www.rfc-editor.org/rfc/rfc9457
- */
+/** One error format: RFC 9457 problem documents with a stable `code`. @see https://www.rfc-editor.org/rfc/rfc9457 */
 async function errorsPlugin (app: FastifyInstance) {
   assertBeforeRoutes(app, 'plinth-errors', 'it declares the shared Problem schemas, which the profiles registered before it have declared already')
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])

@@ -11,7 +11,6 @@ const READY_TIMEOUT_MS = 2000
 
 const NotReadyError = createError('DATABASE_UNAVAILABLE', 'The database does not answer', 503)
 
-/** Resolves when `check` does, rejects when it fails or takes longer than `ms`. */
 async function within (ms: number, check: () => Promise<void>) {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_resolve, reject) => {

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 
-/** plinth's plugins that add routes, by their fastify-plugin names. */
 export const ROUTE_PLUGINS = ['plinth-health', 'plinth-accounts', 'plinth-catalog', 'plinth-resource']
 
 /** Fails the boot when one of plinth's route plugins was registered before `plugin`, which must precede them. */

@@ -7,13 +7,9 @@ import type {
   RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
 } from 'fastify'
 
-// Fastify's defaults, minus one: a JSON body is never coerced ("price": "5" is refused, not read as 5),
-// while query strings and path parameters, which are text by nature, are. Verbose errors carry
-// the refused value, so a message can say which character of a text was the problem.
-// Start-up time (PGlite start to healthy, bench/): the schemas are not checked against the JSON
-// Schema meta-schema, whose compilation took 250 ms of every boot. They are TypeBox's output, and
-// test/openapi.test.ts validates every one of them within the OpenAPI document. Ajv's code
-// optimisation passes are off too: they cost compile time for no measured gain here.
+// Fastify's defaults, but a JSON body is never coerced ("price": "5" is refused), while query strings and
+// paths, text by nature, are. Verbose errors carry the refused value for the message. No meta-schema check
+// or code optimisation: the schemas are TypeBox output (tested in the OpenAPI document), and both cost start-up time.
 const common: Options = { useDefaults: true, removeAdditional: true, allErrors: false, verbose: true, code: { optimize: false }, validateSchema: false }
 
 function ajv (options: Options) {
@@ -25,11 +21,7 @@ function ajv (options: Options) {
 
 type Validate = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
 
-/**
- * Ajv's compile, once per distinct schema. Fastify hands each route a copy of its schemas, which
- * defeats Ajv's own cache (by object): 28 compiles of 15 distinct schemas, 10 ms each, were a
- * fifth of the start-up time.
- */
+/** Ajv's compile, once per distinct schema: Fastify hands each route a copy, which defeats Ajv's cache (by object) and slows start-up. */
 function compiler (options: Options) {
   const instance = ajv(options)
   const compiled = new Map<string, Validate>()
@@ -44,10 +36,7 @@ function compiler (options: Options) {
 const compileBody = compiler({ coerceTypes: false })
 const compileText = compiler({ coerceTypes: 'array' })
 
-/**
- * Ajv coerces "1e400" or "Infinity" in a query string or path to Infinity, which passes `integer`,
- * `minimum` and `maximum` alike; refused here as the non-integer it is, so it never reaches SQL.
- */
+/** "1e400" or "Infinity" in a query or path coerces to Infinity, which passes integer bounds: refused here, before SQL. */
 function finiteNumbersOnly (validate: Validate): Validate {
   const check: Validate = (data) => {
     if (!validate(data)) {
@@ -63,14 +52,10 @@ function finiteNumbersOnly (validate: Validate): Validate {
   return check
 }
 
-/**
- * The validator compiler of every route in this package. Each profile sets it on its own
- * encapsulated context, so its input contract holds in any host app.
- */
+/** Each profile sets this on its own context, so its input contract holds in any host app. */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   httpPart === 'body'
     ? compileBody(schema as object)
     : finiteNumbersOnly(compileText(schema as object))
 
-/** A Fastify instance whose route schemas type the handlers (what every route module receives). */
 export type TypeBoxInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>

@@ -2,9 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import { Type, type Static } from '@sinclair/typebox'
 import { ref } from './common.js'
 
-/** RFC 9457 problem document: the body of every error response. */
-// No examples on the fields: this one component documents every error status, and an example
-// such as "item 7 not found" would show under a 401 as well.
+/** RFC 9457 problem document. No field examples: this one component documents every error status. */
 export const ProblemSchema = Type.Object({
   type: Type.String({ description: 'Always about:blank: the status and code say what happened' }),
   title: Type.String({ description: 'The HTTP status phrase' }),
@@ -25,15 +23,9 @@ export const ValidationProblemSchema = Type.Object({
 
 export type ValidationProblem = Static<typeof ValidationProblemSchema>
 
-/** A status with the code and detail of its example in the document, e.g. `[404, 'CATALOG_ITEM_NOT_FOUND', 'item 7 not found']`. */
 export type ProblemExample = [status: number, code: string, detail: string]
 
-/**
- * Response schemas for the error statuses a route can return, as `application/problem+json`:
- * 422 carries `errors[]`, every other status the plain problem document. Each gets an example of
- * its own status (one shared component would show Swagger UI's `status: 400` under every one);
- * a status whose code differs by route (404) takes its example as a tuple.
- */
+/** Error responses as `application/problem+json`, each with an example of its own status (a shared one would show `status: 400` everywhere). */
 export function problemResponses (...statuses: Array<number | ProblemExample>) {
   return Object.fromEntries(statuses.map((entry) => {
     const [status, code, detail] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] : entry
@@ -51,7 +43,6 @@ export function problemResponses (...statuses: Array<number | ProblemExample>) {
   }))
 }
 
-/** Examples of the statuses whose code is the same on every route. */
 const EXAMPLES: Record<number, [code: string, detail: string]> = {
   400: ['MALFORMED_BODY', 'Body is not valid JSON: Unexpected end of JSON input'],
   401: ['AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"'],

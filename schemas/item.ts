@@ -15,7 +15,6 @@ const Description = () => Type.Unsafe<string | null>({
 })
 const Price = () => Type.Number({ minimum: 0, examples: [12.5] })
 
-/** ItemPublic: an item as every response shows it. */
 export const ItemSchema = Type.Object({
   name: Type.String({ examples: ['Desk lamp'] }),
   description: Type.Unsafe<string | null>({ type: ['string', 'null'] }),
@@ -37,10 +36,7 @@ export const ItemCreateSchema = Type.Object({
 
 export type ItemCreate = Static<typeof ItemCreateSchema>
 
-/**
- * PATCH body: only the fields sent are written. `null` clears `description`; it is refused for
- * the other fields, which cannot be empty. No defaults here, or an unsent field would be reset.
- */
+/** PATCH body: only the fields sent are written; `null` clears `description` only. No defaults, or an unsent field would be reset. */
 export const ItemUpdateSchema = Type.Object({
   name: Type.Optional(Name()),
   description: Type.Optional(Description()),

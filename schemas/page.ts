@@ -1,9 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 
-/**
- * The page envelope of a list: one page of `item` plus what a client needs to fetch the next.
- * `total` counts the whole (filtered) collection, not what is left after this page.
- */
+/** A page of `item`; `total` counts the whole (filtered) collection, not what is left after this page. */
 export const pageOf = <T extends TSchema>(item: T, options: { $id: string, title?: string, description?: string }) =>
   Type.Object({
     items: Type.Array(item),

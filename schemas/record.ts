@@ -2,20 +2,15 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Id, TEXT_PATTERN, Text } from './common.js'
 
 export const RECORD_TITLE_MAX = 255
-// Bounds a list page too: 1000 records of this size are about 10 MB.
+// Bounds a list page too: at most maxLimit records of this size.
 export const RECORD_DESCRIPTION_MAX = 10_000
 
-/**
- * `records` -> `Records`, `user_notes` -> `UserNotes`. An underscore stays where no letter
- * follows it (`a_1` -> `A_1`), so two resource names never give the same component name.
- */
+/** `user_notes` -> `UserNotes`; `a_1` -> `A_1` keeps its underscore, so two names never share a component name. */
 export const pascalName = (name: string) => name.replace(/^[a-z]|_[a-z]/g, (match) => match.slice(-1).toUpperCase())
 
-/** The OpenAPI component of one record of a resource: `RecordsRecord`, `NotesRecord`. */
 export const recordSchemaId = (name: string) => `${pascalName(name)}Record`
 
 const Title = () => Text({ minLength: 1, maxLength: RECORD_TITLE_MAX, examples: ['Buy milk'] })
-// One JSON Schema type list, not a union: a bad value gets one clear error instead of one per branch.
 const Description = () => Type.Unsafe<string | null>({
   type: ['string', 'null'],
   maxLength: RECORD_DESCRIPTION_MAX,
@@ -23,7 +18,6 @@ const Description = () => Type.Unsafe<string | null>({
   examples: ['Semi-skimmed, two litres']
 })
 
-/** A record as every response shows it, registered once per resource under its own `$id`. */
 export const recordSchema = (name: string) => Type.Object({
   id: Id({ description: 'Assigned by the server: 1, 2, 3... per resource, never reused' }),
   title: Type.String({ examples: ['Buy milk'] }),
@@ -40,10 +34,7 @@ export const RecordCreateSchema = Type.Object({
 
 export type RecordCreate = Static<typeof RecordCreateSchema>
 
-/**
- * PUT body, partial: only the fields sent are written. `null` clears `description`; `title`,
- * when sent, must be a string. No defaults here, or an unsent field would be reset.
- */
+/** PUT body, partial: only the fields sent are written, `null` clears `description`. No defaults, or an unsent field would be reset. */
 export const RecordUpdateSchema = Type.Object({
   title: Type.Optional(Title()),
   description: Type.Optional(Description())

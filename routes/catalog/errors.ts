@@ -7,10 +7,7 @@ export const InvalidCatalogOptions = createError('CATALOG_INVALID_OPTIONS', 'cat
 
 const InvalidInput = createError('CATALOG_INVALID_INPUT', '/%s%s %s', 422)
 
-/**
- * Input that passed its schema but is still wrong (contradicting parameters). It carries
- * `validation`, so the root error handler answers it like a schema failure: 422 with errors[].
- */
+/** Input that passed its schema but is still wrong: it carries `validation`, so the answer is a 422 with errors[]. */
 export function invalidInput (context: 'params' | 'querystring', path: string, message: string): FastifyError {
   return Object.assign(new InvalidInput(context, path, message), {
     validationContext: context,

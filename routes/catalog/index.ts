@@ -17,7 +17,6 @@ export interface CatalogOptions {
   maxLimit?: number
 }
 
-/** The options with their defaults, or a boot failure that names the bad one. */
 export function pageLimits ({ defaultLimit, maxLimit = 100 }: CatalogOptions = {}) {
   if (!Number.isInteger(maxLimit) || maxLimit < 1 || maxLimit > PG_INT_MAX) {
     throw new InvalidCatalogOptions(`maxLimit must be an integer from 1 to ${PG_INT_MAX} (got ${JSON.stringify(maxLimit)})`)
@@ -29,11 +28,7 @@ export function pageLimits ({ defaultLimit, maxLimit = 100 }: CatalogOptions = {
   return { defaultLimit: fallback, maxLimit }
 }
 
-/**
- * Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial
- * update. Register it with a prefix, after the `db` plugin.
- * The contract: SPEC.md 4.2 and DESIGN.md 4 "Profile B"; README "Item catalog" for its decisions.
- */
+/** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
   const { defaultLimit, maxLimit } = pageLimits(opts)
   const items = createItemRepository(app.plinthDb.db)

@@ -23,7 +23,6 @@ function listQuery (defaultLimit: number, maxLimit: number) {
   }, { additionalProperties: false })
 }
 
-/** The schema of each catalog route, for one pair of page size limits. */
 export function catalogSchemas (defaultLimit: number, maxLimit: number) {
   return {
     listItems: {

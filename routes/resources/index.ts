@@ -12,7 +12,6 @@ import { RecordNotFound } from './errors.js'
 import { resolveResourceOptions, type ResolvedResourceOptions, type ResourceOptions } from './options.js'
 import { resourceSchemas } from './schemas.js'
 
-/** The five routes of one resource, in its own context whose prefix ends in `/<name>`. */
 const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
   const { name, routes, maxLimit, guard: onRequest } = opts
   const table = resourceTable(opts.table)
@@ -74,12 +73,7 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
   }
 }
 
-/**
- * Profile C: a generic resource with list, create, read, partial update and delete, over its own
- * table and id sequence. Register it once per resource, after the `db` plugin:
- * `app.register(resourcePlugin, { prefix: '/api/v1', name: 'notes' })` serves `/api/v1/notes/`.
- * Each registration is an encapsulated plugin named `plinth-resource:<name>`, so a host can depend on it.
- */
+/** Profile C, once per resource after the db plugin: `{ prefix: '/api/v1', name: 'notes' }` serves `/api/v1/notes/` as `plinth-resource:notes`. */
 const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, opts) => {
   const options = resolveResourceOptions(opts)
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.

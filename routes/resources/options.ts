@@ -11,10 +11,7 @@ export interface ResourceOptions {
   name: string
   /** The table's name when it differs from `name`. Never one of the service's own tables. Default: `name`. */
   table?: string
-  /**
-   * An onRequest hook run before every route of the resource, e.g. `app.authenticate` or
-   * `app.requireScopes('notes')`. Given but undefined (authPlugin not registered yet) fails the boot.
-   */
+  /** An onRequest hook on every route, e.g. `app.authenticate`; given but undefined fails the boot. */
   guard?: Guard
   /** Routes to leave out, e.g. `{ delete: false }`. Every route is on by default. */
   routes?: Partial<Record<RouteName, boolean>>
@@ -22,7 +19,6 @@ export interface ResourceOptions {
   defaultLimit?: number
   /** Larger requested page sizes are reduced to this. Default 1000. */
   maxLimit?: number
-  /** Create the table at startup unless it exists (CREATE_TABLES_ON_STARTUP). Default true. */
   createTable?: boolean
 }
 
@@ -58,7 +54,6 @@ function routeSwitches (routes: unknown): Record<RouteName, boolean> {
   return Object.fromEntries(ROUTE_NAMES.map((route) => [route, given[route] !== false])) as Record<RouteName, boolean>
 }
 
-/** The options with their defaults, or a boot failure that names the bad one. */
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
   const { name, table = name, guard, createTable = true } = opts
   const identifier = 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'

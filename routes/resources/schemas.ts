@@ -13,7 +13,6 @@ function listQuery (defaultLimit: number, maxLimit: number) {
   }, { additionalProperties: false })
 }
 
-/** The route schemas of one resource: operationIds (`listRecords`...), summaries and tags from its name. */
 export function resourceSchemas ({ name, defaultLimit, maxLimit, guard }: ResolvedResourceOptions) {
   const stem = pascalName(name)
   const tags = [name]
