@@ -363,12 +363,19 @@ export interface components {
             is_superuser: boolean;
             scopes: string[];
         };
-        /** UserPage */
+        /**
+         * UserPage
+         * @description A page of accounts, ordered by id
+         */
         UserPage: {
             items: components["schemas"]["User"][];
+            /** @description Number of items in the whole (filtered) collection */
             total: number;
+            /** @description Items skipped before this page (0 with after_id) */
             offset: number;
+            /** @description Page size used, after clamping to the maximum */
             limit: number;
+            /** @description Whether another page follows this one */
             has_next: boolean;
         };
         /** Scopes */
@@ -1556,8 +1563,9 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
+                /** @description Rows to skip, in id order */
                 offset?: number;
-                /** @description Clamped to the server maximum */
+                /** @description Page size; values above 100 are reduced to 100 */
                 limit?: number;
             };
             header?: never;
@@ -1566,7 +1574,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of accounts, ordered by id */
             200: {
                 headers: {
                     [name: string]: unknown;

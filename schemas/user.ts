@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Id, PG_INT_MAX, Text, ref } from './common.js'
+import { Id, Text, ref } from './common.js'
+import { pageOf } from './page.js'
 
 /** Scope names: no commas or spaces, since scopes are stored comma-separated and sent space-separated. */
 export const ScopeName = () => Text({ pattern: '^[a-z][a-z0-9:_.-]{0,63}$', examples: ['me'] })
@@ -14,7 +15,7 @@ export const UserSchema = Type.Object({
   scopes: Type.Array(Type.String())
 }, { $id: 'User', title: 'User', description: 'An account as the API shows it: never its password hash' })
 
-export type UserPublic = Static<typeof UserSchema>
+export type User = Static<typeof UserSchema>
 
 export const ScopesSchema = Type.Object({
   scopes: Type.Array(Type.String(), { examples: [['me']] })
@@ -42,15 +43,4 @@ export const UserAdminUpdateSchema = (passwordMinLength: number) => Type.Object(
 
 export const UserIdParams = Type.Object({ user_id: Id() })
 
-export const PageQuery = (defaultLimit: number) => Type.Object({
-  offset: Type.Integer({ minimum: 0, maximum: PG_INT_MAX, default: 0 }),
-  limit: Type.Integer({ minimum: 1, maximum: PG_INT_MAX, default: defaultLimit, description: 'Clamped to the server maximum' })
-})
-
-export const UserPageSchema = Type.Object({
-  items: Type.Array(ref(UserSchema)),
-  total: Type.Integer({ minimum: 0 }),
-  offset: Type.Integer({ minimum: 0 }),
-  limit: Type.Integer({ minimum: 1 }),
-  has_next: Type.Boolean()
-}, { $id: 'UserPage', title: 'UserPage' })
+export const UserPageSchema = pageOf(ref(UserSchema), { $id: 'UserPage', description: 'A page of accounts, ordered by id' })

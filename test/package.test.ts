@@ -27,7 +27,7 @@ t.test('the declarations type every profile plugin, its options and the schemas\
   for (const name of ['resourcePlugin', 'ResourceOptions', 'accountsPlugin', 'AccountsOptions', 'catalogPlugin', 'CatalogOptions', 'Config']) {
     t.match(index, new RegExp(`\\b${name}\\b`), name)
   }
-  for (const [module, name] of [['record', 'RecordCreate'], ['item', 'ItemCreate'], ['user', 'UserPublic']] as const) {
+  for (const [module, name] of [['record', 'RecordCreate'], ['item', 'ItemCreate'], ['user', 'User']] as const) {
     t.match(index, `export * from './schemas/${module}.js'`)
     t.match(declarations(`schemas/${module}.d.ts`), new RegExp(`export type ${name} =`), name)
   }

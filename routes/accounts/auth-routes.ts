@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
@@ -118,13 +119,13 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       summary: 'Revoke one refresh token',
       tags,
       body: RefreshRequestSchema,
-      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 422) }
+      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 422) }
     }
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const outcome = await sessions.revoke(claims.jti, userId)
     if (outcome !== 'ok') throw refused(request, outcome, userId)
-    return reply.code(204).send()
+    return reply.code(204).send(null)
   })
 
   app.post('/auth/logout-all', {
@@ -134,10 +135,10 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       summary: 'Revoke every refresh token of the current user',
       tags,
       security: [{ OAuth2PasswordBearer: [] }],
-      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 403) }
+      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 403) }
     }
   }, async function logoutAll (request, reply) {
     await sessions.revokeAll(request.account.id)
-    return reply.code(204).send()
+    return reply.code(204).send(null)
   })
 }

@@ -1,6 +1,6 @@
 import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
-import type { UserPublic } from '../../schemas/user.js'
+import type { User } from '../../schemas/user.js'
 
 /** What the accounts route modules share: repositories and resolved options. */
 export interface AccountsContext {
@@ -13,7 +13,7 @@ export interface AccountsContext {
 }
 
 /** The public shape of an account; the response schema drops anything else by construction. */
-export const toPublic = (user: UserRow): UserPublic => ({
+export const toPublic = (user: UserRow): User => ({
   id: user.id,
   email: user.email,
   is_active: user.is_active,

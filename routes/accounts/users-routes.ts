@@ -1,11 +1,13 @@
+import { Type } from '@sinclair/typebox'
 import type { NewUserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
 import type { TypeBoxInstance } from '../../plugins/validation.js'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { page, pageQuery } from '../../schemas/page.js'
 import {
-  MeUpdateSchema, PageQuery, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
+  MeUpdateSchema, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
 } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, UserNotFound, WrongCurrentPassword } from './errors.js'
@@ -80,14 +82,14 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       summary: 'Every account, a page at a time (superuser)',
       tags,
       security,
-      querystring: PageQuery(ctx.defaultLimit),
+      querystring: Type.Object(pageQuery(ctx), { additionalProperties: false }),
       response: { 200: ref(UserPageSchema), ...problemResponses(401, 403, 422) }
     }
   }, async function listUsers (request) {
     const offset = request.query.offset
     const limit = Math.min(request.query.limit, ctx.maxLimit)
     const [rows, total] = await Promise.all([users.list({ offset, limit }), users.count()])
-    return { items: rows.map(toPublic), total, offset, limit, has_next: offset + rows.length < total }
+    return page(rows.map(toPublic), total, { offset, limit })
   })
 
   app.get('/users/:user_id', {
@@ -130,10 +132,10 @@ export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
       tags,
       security,
       params: UserIdParams,
-      response: { 204: { type: 'null', description: 'Deleted' }, ...problemResponses(401, 403, missing, 422) }
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(401, 403, missing, 422) }
     }
   }, async function deleteUser (request, reply) {
     if (!await users.delete(request.params.user_id)) throw new UserNotFound(request.params.user_id)
-    return reply.code(204).send()
+    return reply.code(204).send(null)
   })
 }

@@ -7,6 +7,7 @@ import { validatorCompiler } from '../../plugins/validation.js'
 import { PG_INT_MAX, addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ItemPageSchema, ItemSchema } from '../../schemas/item.js'
+import { page } from '../../schemas/page.js'
 import { InvalidCatalogOptions, ItemNotFound, invalidInput } from './errors.js'
 import { catalogSchemas } from './schemas.js'
 
@@ -46,12 +47,12 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     const q = request.query.q || undefined
     if (afterId === undefined) {
       const { rows, total } = await items.page({ q, offset, limit })
-      return { items: rows, total, offset, limit, has_next: offset + rows.length < total }
+      return page(rows, total, { offset, limit })
     }
     if (offset > 0) throw invalidInput('querystring', '/offset', 'must be 0 when after_id is given')
     // One row more than the page says whether another page follows.
     const { rows, total } = await items.pageAfter({ q, afterId, limit: limit + 1 })
-    return { items: rows.slice(0, limit), total, offset: 0, limit, has_next: rows.length > limit }
+    return page(rows.slice(0, limit), total, { offset: 0, limit }, rows.length > limit)
   })
 
   app.get('/items/:item_id', { schema: schemas.getItem }, async function getItem (request) {

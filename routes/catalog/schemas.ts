@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { pageQuery } from '../../schemas/page.js'
 import {
   ITEM_NAME_MAX, ItemCreateSchema, ItemIdParams, ItemPageSchema, ItemSchema, ItemUpdateSchema
 } from '../../schemas/item.js'
@@ -11,9 +12,7 @@ const missing: ProblemExample = [404, 'CATALOG_ITEM_NOT_FOUND', 'item 7 not foun
 /** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
 function listQuery (defaultLimit: number, maxLimit: number) {
   return Type.Object({
-    offset: Type.Integer({ minimum: 0, maximum: PG_INT_MAX, default: 0, description: 'Items to skip; must be 0 with after_id' }),
-    // No maximum: a larger limit is clamped, never refused.
-    limit: Type.Integer({ minimum: 1, default: defaultLimit, description: `Page size; values above ${maxLimit} are reduced to ${maxLimit}` }),
+    ...pageQuery({ defaultLimit, maxLimit, offset: 'Items to skip; must be 0 with after_id' }),
     q: Type.Optional(Text({ maxLength: ITEM_NAME_MAX, description: 'Only items whose name contains this text (case-insensitive)' })),
     after_id: Type.Optional(Type.Integer({
       minimum: 0,

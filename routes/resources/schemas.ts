@@ -1,16 +1,13 @@
 import { Type, type TInteger, type TObject } from '@sinclair/typebox'
-import { Id, PG_INT_MAX, ref } from '../../schemas/common.js'
+import { Id, ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { pageQuery } from '../../schemas/page.js'
 import { RecordCreateSchema, RecordUpdateSchema, pascalName, recordSchema } from '../../schemas/record.js'
 import type { ResolvedResourceOptions } from './options.js'
 
 /** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
 function listQuery (defaultLimit: number, maxLimit: number) {
-  return Type.Object({
-    offset: Type.Integer({ minimum: 0, maximum: PG_INT_MAX, default: 0, description: 'Records to skip, by id order' }),
-    // No maximum: a larger limit is clamped, never refused.
-    limit: Type.Integer({ minimum: 1, default: defaultLimit, description: `Page size; values above ${maxLimit} are reduced to ${maxLimit}` })
-  }, { additionalProperties: false })
+  return Type.Object(pageQuery({ defaultLimit, maxLimit, offset: 'Records to skip, by id order' }), { additionalProperties: false })
 }
 
 export function resourceSchemas ({ name, defaultLimit, maxLimit, guard }: ResolvedResourceOptions) {
