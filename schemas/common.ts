@@ -15,6 +15,10 @@ export const TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
 
 export const Text = (options: StringOptions = {}) => Type.String({ pattern: TEXT_PATTERN, ...options })
 
+// One JSON Schema type list, not a union: a bad value gets one clear error instead of one per branch.
+export const NullableText = ({ maxLength, examples }: { maxLength: number, examples: string[] }) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength, pattern: TEXT_PATTERN, examples })
+
 export const Timestamp = (options: { description?: string } = {}) =>
   Type.Unsafe<Date | string>(Type.String({ format: 'date-time', ...options }))
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Id, TEXT_PATTERN, Text } from './common.js'
+import { Id, NullableText, Text } from './common.js'
 
 export const RECORD_TITLE_MAX = 255
 // Bounds a list page too: at most maxLimit records of this size.
@@ -11,12 +11,7 @@ export const pascalName = (name: string) => name.replace(/^[a-z]|_[a-z]/g, (matc
 export const recordSchemaId = (name: string) => `${pascalName(name)}Record`
 
 const Title = () => Text({ minLength: 1, maxLength: RECORD_TITLE_MAX, examples: ['Buy milk'] })
-const Description = () => Type.Unsafe<string | null>({
-  type: ['string', 'null'],
-  maxLength: RECORD_DESCRIPTION_MAX,
-  pattern: TEXT_PATTERN,
-  examples: ['Semi-skimmed, two litres']
-})
+const Description = () => NullableText({ maxLength: RECORD_DESCRIPTION_MAX, examples: ['Semi-skimmed, two litres'] })
 
 export const recordSchema = (name: string) => Type.Object({
   id: Id({ description: 'Assigned by the server: 1, 2, 3... per resource, never reused' }),
