@@ -37,8 +37,8 @@ const commands: Record<string, Command> = {
     synopsis: '',
     summary: 'run the HTTP server, as npm start does',
     description: 'Runs the HTTP server until SIGINT or SIGTERM, then closes it gracefully, as npm start does\n' +
-      '(without its V8 flags: see the README).',
-    notes: 'Environment: all the settings of the README; HOST, PORT and DATABASE_URL above all.',
+      '(without its V8 flags: see docs/operations.md).',
+    notes: 'Environment: every setting of docs/configuration.md; HOST, PORT and DATABASE_URL above all.',
     options: {},
     run: async () => { await import('./server.js') }
   },
@@ -91,7 +91,7 @@ ${columns(Object.entries(commands).map(([name, command]) => [`${name} ${command.
 
 Run plinth <command> --help for what a command does and its options, plinth --version for the
 version. Settings come from the environment, as for the server: DATABASE_URL, RESOURCES,
-PASSWORD_MIN_LENGTH... (see the README). Exit codes: 0 done, 1 failed, 2 usage error.
+PASSWORD_MIN_LENGTH... (see docs/configuration.md). Exit codes: 0 done, 1 failed, 2 usage error.
 `
   }
   const command = commands[name]!
