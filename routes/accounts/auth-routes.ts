@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
@@ -6,14 +5,8 @@ import { inactiveUser } from '../../plugins/auth/errors.js'
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
 import type { TypeBoxInstance } from '../../plugins/validation.js'
-import { ref } from '../../schemas/common.js'
-import { problemResponses } from '../../schemas/error.js'
-import { LoginFormSchema, RefreshRequestSchema, TokenPairSchema } from '../../schemas/token.js'
-import { RegisterSchema, UserSchema } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
-
-const tags = ['auth']
 
 /** Token responses must not be cached (RFC 6749 section 5.1). */
 function sendPair (reply: FastifyReply, pair: IssuedPair) {
@@ -24,7 +17,7 @@ function sendPair (reply: FastifyReply, pair: IssuedPair) {
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
-  const { users, sessions } = ctx
+  const { users, sessions, schemas } = ctx
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
   function refreshSubject (token: string) {
@@ -45,13 +38,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   }
 
   app.post('/auth/register', {
-    schema: {
-      operationId: 'register',
-      summary: 'Create an account',
-      tags,
-      body: RegisterSchema(ctx.passwordMinLength),
-      response: { 201: ref(UserSchema), ...problemResponses(409, 422) }
-    }
+    schema: schemas.register
   }, async function register (request, reply) {
     const { email, password } = request.body
     const user = await users.create({ email, hashed_password: await hashPassword(password) })
@@ -60,14 +47,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   })
 
   app.post('/auth/login', {
-    schema: {
-      operationId: 'login',
-      summary: 'Log in with the OAuth 2.0 password grant (form: username = email, password)',
-      tags,
-      consumes: ['application/x-www-form-urlencoded', 'application/json'],
-      body: LoginFormSchema,
-      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422, 429) }
-    }
+    schema: schemas.login
   }, async function login (request, reply) {
     const email = request.body.username.toLowerCase()
     const limited = ctx.loginMaxFailures > 0
@@ -93,13 +73,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   })
 
   app.post('/auth/refresh', {
-    schema: {
-      operationId: 'refresh',
-      summary: 'Exchange a refresh token for a new pair (the presented token is revoked)',
-      tags,
-      body: RefreshRequestSchema,
-      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422) }
-    }
+    schema: schemas.refresh
   }, async function refresh (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const next = app.plinthTokens.nextRefresh()
@@ -114,13 +88,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
   })
 
   app.post('/auth/logout', {
-    schema: {
-      operationId: 'logout',
-      summary: 'Revoke one refresh token',
-      tags,
-      body: RefreshRequestSchema,
-      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 422) }
-    }
+    schema: schemas.logout
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const outcome = await sessions.revoke(claims.jti, userId)
@@ -130,13 +98,7 @@ export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
 
   app.post('/auth/logout-all', {
     onRequest: app.authenticate,
-    schema: {
-      operationId: 'logoutAll',
-      summary: 'Revoke every refresh token of the current user',
-      tags,
-      security: [{ OAuth2PasswordBearer: [] }],
-      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 403) }
-    }
+    schema: schemas.logoutAll
   }, async function logoutAll (request, reply) {
     await sessions.revokeAll(request.account.id)
     return reply.code(204).send(null)

@@ -1,11 +1,13 @@
 import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
+import type { accountsSchemas } from './schemas.js'
 
 /** What the accounts route modules share: repositories and resolved options. */
 export interface AccountsContext {
   users: UserRepository
   sessions: SessionRepository
+  schemas: ReturnType<typeof accountsSchemas>
   passwordMinLength: number
   loginMaxFailures: number
   defaultLimit: number

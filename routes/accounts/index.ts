@@ -14,6 +14,7 @@ import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
+import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
 import { usersRoutes } from './users-routes.js'
 
@@ -52,7 +53,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   const ctx: AccountsContext = {
     ...options,
     users: createUserRepository(app.plinthDb.db),
-    sessions: createSessionRepository(app.plinthDb.db, options)
+    sessions: createSessionRepository(app.plinthDb.db, options),
+    schemas: accountsSchemas(options)
   }
 
   app.setValidatorCompiler(validatorCompiler)
