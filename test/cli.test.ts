@@ -10,10 +10,12 @@ import { buildApp, type App } from '../app.js'
 import { ConfigSchema } from '../config.js'
 import { connect, type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
-import { PASSWORD, TEST_DATABASE_URL, bearer, build, freshPostgresUrl, login, register } from './helper.js'
+import { PASSWORD, build, login, register } from './support/app.js'
+import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
+import { httpRequest } from './support/http.js'
 
 const cliTs = new URL('../cli.ts', import.meta.url).pathname
-// As test/server-process.ts does for server.ts: the same TypeScript loader, none of our settings.
+// As test/support/server-process.ts does for server.ts: the same TypeScript loader, none of our settings.
 const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in ConfigSchema.properties)))
 const command = [process.execPath, ...loader, cliTs]
@@ -310,15 +312,13 @@ t.test('serve answers /api/v1/health and exits 0 on SIGTERM', async (t) => {
     })
     exited.then(([code]) => reject(new Error(`serve exited with ${code}`)), reject)
   })
-  const health = await fetch(`${base}/api/v1/health`)
-  t.same([health.status, await health.json()], [200, { status: 'ok' }])
-  const loggedIn = await fetch(`${base}/api/v1/auth/login`, {
-    method: 'POST', body: new URLSearchParams({ username: 'root@example.com', password: PASSWORD })
-  })
+  const health = await httpRequest(base, '/api/v1/health')
+  t.same([health.status, health.json], [200, { status: 'ok' }])
+  const loggedIn = await httpRequest(base, '/api/v1/auth/login', { form: { username: 'root@example.com', password: PASSWORD } })
   t.equal(loggedIn.status, 200, 'on the database the other commands prepared')
-  const { access_token: token } = await loggedIn.json() as { access_token: string }
-  const me = await fetch(`${base}/api/v1/users/me`, { headers: bearer(token) })
-  t.match(await me.json(), { email: 'root@example.com', is_superuser: true })
+  const { access_token: token } = loggedIn.json as { access_token: string }
+  const me = await httpRequest(base, '/api/v1/users/me', { token })
+  t.match(me.json, { email: 'root@example.com', is_superuser: true })
   child.kill('SIGTERM')
   t.same(await exited, [0, null])
 })

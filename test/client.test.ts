@@ -3,7 +3,7 @@ import createClient from 'openapi-fetch'
 import t from 'tap'
 import { clientTypes } from '../scripts/generate-client.js'
 import type { paths } from '../client/schema.js'
-import { build, PASSWORD } from './helper.js'
+import { build, PASSWORD } from './support/app.js'
 
 const app = await build(t)
 const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json()

@@ -1,6 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
-import { build } from './helper.js'
+import { build } from './support/app.js'
 
 // What client generators and Swagger UI read: it must be a valid OpenAPI 3.1 document, and every
 // operation must say what it answers when it fails.

@@ -5,12 +5,11 @@ import dbPlugin from '../plugins/db.js'
 import accounts from '../routes/accounts/index.js'
 import catalog from '../routes/catalog/index.js'
 import resourcePlugin from '../routes/resources/index.js'
-import { freshDatabase } from './helper.js'
+import { freshDatabase } from './support/database.js'
+import { PROBLEM_TYPE } from './support/responses.js'
 
 // Someone else's app: plain Fastify, its default options and error handler, and only the plugins
 // a profile needs. This is the "register one plugin into your own Fastify app" promise.
-
-const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
 
 async function bareApp (t: Test) {
   const app = Fastify({ logger: false })

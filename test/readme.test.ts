@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { startServer } from './server-process.js'
+import { startServer } from './support/server-process.js'
 
 // The README's curl walk-through is run as written, against a real server, so it cannot go stale.
 

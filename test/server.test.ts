@@ -4,7 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import t from 'tap'
 import { connectPglite } from '../db/client.js'
 import { items } from '../db/schema.js'
-import { startServer } from './server-process.js'
+import { httpRequest } from './support/http.js'
+import { startServer } from './support/server-process.js'
 
 t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data', async (t) => {
   const dir = await mkdtemp('/tmp/plinth-server-test-')
@@ -13,11 +14,11 @@ t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data',
 
   const first = startServer(t, env)
   const base = await first.listening
-  t.equal((await fetch(`${base}/api/v1/health`)).status, 200)
-  t.equal((await fetch(`${base}/api/v1/health/ready`)).status, 200)
-  const docs = await fetch(`${base}/docs`)
+  t.equal((await httpRequest(base, '/api/v1/health')).status, 200)
+  t.equal((await httpRequest(base, '/api/v1/health/ready')).status, 200)
+  const docs = await httpRequest(base, '/docs')
   t.equal(docs.status, 200)
-  t.match(await docs.text(), /swagger-ui/i)
+  t.match(docs.text, /swagger-ui/i)
   t.ok(first.logs.some((entry) => entry.level === 40 && /SECRET_KEY is not set/.test(String(entry.msg))), 'warns about SECRET_KEY')
   first.child.kill('SIGTERM')
   t.same(await first.exited, [0, null], 'exits 0 on SIGTERM')
@@ -29,7 +30,7 @@ t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data',
 
   const second = startServer(t, env)
   const again = await second.listening
-  t.equal((await fetch(`${again}/api/v1/health/ready`)).status, 200, 'restarts on the same folder')
+  t.equal((await httpRequest(again, '/api/v1/health/ready')).status, 200, 'restarts on the same folder')
   second.child.kill('SIGINT')
   t.same(await second.exited, [0, null], 'exits 0 on SIGINT')
 

@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { chromium, type Locator, type Page } from 'playwright-core'
 import t from 'tap'
-import { startServer } from '../server-process.js'
+import { httpRequest } from '../support/http.js'
+import { startServer } from '../support/server-process.js'
 
 const chromiumPath = '/usr/bin/chromium'
 const output = new URL('./output/', import.meta.url).pathname
@@ -46,11 +47,7 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   await mkdir(output, { recursive: true })
   const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret' })
   const base = await server.listening
-  const registered = await fetch(`${base}/api/v1/auth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, password })
-  })
+  const registered = await httpRequest(base, '/api/v1/auth/register', { json: { email, password } })
   t.equal(registered.status, 201, 'the user is registered through the API')
 
   // Chromium's sandbox refuses to start as root (CI containers run as root) unless disabled.
@@ -104,8 +101,8 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   const shown = JSON.parse(created.body)
   t.match(shown, { ...item, id: Number }, 'the page shows the created item')
   await shot(created.block, '05-item-created-201')
-  const stored = await fetch(`${base}/api/v1/items/${shown.id}`)
-  t.match(await stored.json(), item, 'the item is stored')
+  const stored = await httpRequest(base, `/api/v1/items/${shown.id}`)
+  t.match(stored.json, item, 'the item is stored')
 
   await page.reload()
   // The lock is restored from localStorage once the document has loaded: wait for it, bounded.

@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { freshPostgresUrl, TEST_DATABASE_URL } from '../helper.js'
-import { exitWithin, freePort, outcome, run, startApp, succeeded, userEnv } from './support.js'
+import { exitWithin, outcome, run, startApp, succeeded, userEnv } from '../support/consumer.js'
+import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
+import { httpRequest, type HttpRequestOptions } from '../support/http.js'
+import { PROBLEM_TYPE } from '../support/responses.js'
+import { freePort } from '../support/server-process.js'
 
 // A new user's experience, end to end: the packed tarball installed into a scratch host app
 // outside the repo, with the host app of the README ("As plugins in your own Fastify app") as it
@@ -117,39 +120,17 @@ await step(t, 'a database for the host app', async (t) => {
   t.pass(databaseKind)
 })
 
-/** Requests to the running host app, with a time limit each. */
-async function call (base: string, method: string, path: string, options: { token?: string, json?: unknown, form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {}
-  let body: string | undefined
-  if (options.token) headers.authorization = `Bearer ${options.token}`
-  if (options.json !== undefined) {
-    headers['content-type'] = 'application/json'
-    body = JSON.stringify(options.json)
-  }
-  if (options.form) {
-    headers['content-type'] = 'application/x-www-form-urlencoded'
-    body = new URLSearchParams(options.form).toString()
-  }
-  const res = await fetch(new URL(path, base), { method, headers, body, signal: AbortSignal.timeout(15_000) })
-  const text = await res.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: res.status, type: res.headers.get('content-type'), json, text }
-}
-
 /** The checks over HTTP of the README's host app, listening at `base`. */
 async function checkHost (t: Test, base: string) {
   const diag = (res: { status: number, text: string }) => ({ status: res.status, body: res.text.slice(0, 2000) })
+  // A time limit on each request: a host app that hangs fails its check instead of the whole run.
+  const call = (path: string, options: HttpRequestOptions = {}) => httpRequest(base, path, { timeoutMs: 15_000, ...options })
 
   await t.test('the host\'s own JWT: its token, its request.user', async (t) => {
-    const issued = await call(base, 'POST', '/host/token')
+    const issued = await call('/host/token', { method: 'POST' })
     t.equal(issued.status, 200, 'POST /host/token answers 200', diag(issued))
     t.type(issued.json?.token, 'string', 'with { token }', diag(issued))
-    const whoami = await call(base, 'GET', '/host/whoami', { token: issued.json?.token })
+    const whoami = await call('/host/whoami', { token: issued.json?.token })
     t.equal(whoami.status, 200, 'GET /host/whoami with the host\'s token answers 200', diag(whoami))
     t.same(whoami.json, { who: 'host' }, '{ "who": "host" }', diag(whoami))
   })
@@ -159,49 +140,49 @@ async function checkHost (t: Test, base: string) {
   let access = ''
   let hostToken = ''
   await t.test('plinth\'s register and login', async (t) => {
-    const registered = await call(base, 'POST', '/api/v1/auth/register', { json: { email, password } })
+    const registered = await call('/api/v1/auth/register', { json: { email, password } })
     t.equal(registered.status, 201, 'POST /api/v1/auth/register answers 201', diag(registered))
     t.equal(registered.json?.email, email, 'with the account', diag(registered))
-    const login = await call(base, 'POST', '/api/v1/auth/login', { form: { username: email, password } })
+    const login = await call('/api/v1/auth/login', { form: { username: email, password } })
     t.equal(login.status, 200, 'POST /api/v1/auth/login (form) answers 200', diag(login))
     t.type(login.json?.access_token, 'string', 'with an access_token', diag(login))
     access = login.json?.access_token ?? ''
-    hostToken = (await call(base, 'POST', '/host/token')).json?.token ?? ''
+    hostToken = (await call('/host/token', { method: 'POST' })).json?.token ?? ''
   })
 
   await t.test('plinth\'s guard on the host\'s own route; the host\'s JWT and plinth\'s kept apart', async (t) => {
-    const reports = await call(base, 'GET', '/host/reports', { token: access })
+    const reports = await call('/host/reports', { token: access })
     t.equal(reports.status, 200, 'GET /host/reports with plinth\'s access token answers 200', diag(reports))
     t.same(reports.json, { email }, 'with the account\'s email from request.account', diag(reports))
 
-    const anonymous = await call(base, 'GET', '/host/reports')
+    const anonymous = await call('/host/reports')
     t.equal(anonymous.status, 401, 'without a token: 401', diag(anonymous))
-    t.equal(anonymous.type, 'application/problem+json; charset=utf-8', 'a problem document', diag(anonymous))
+    t.equal(anonymous.headers.get('content-type'), PROBLEM_TYPE, 'a problem document', diag(anonymous))
     t.equal(anonymous.json?.code, 'AUTH_NOT_AUTHENTICATED', 'code AUTH_NOT_AUTHENTICATED', diag(anonymous))
 
-    const foreign = await call(base, 'GET', '/host/reports', { token: hostToken })
+    const foreign = await call('/host/reports', { token: hostToken })
     t.equal(foreign.status, 401, 'with the host\'s token: 401, it is not one of plinth\'s', diag(foreign))
-    t.equal(foreign.type, 'application/problem+json; charset=utf-8', 'a problem document', diag(foreign))
+    t.equal(foreign.headers.get('content-type'), PROBLEM_TYPE, 'a problem document', diag(foreign))
 
-    const crossed = await call(base, 'GET', '/host/whoami', { token: access })
+    const crossed = await call('/host/whoami', { token: access })
     t.equal(crossed.status, 401, 'GET /host/whoami with plinth\'s token: 401, it is not one of the host\'s', diag(crossed))
   })
 
   await t.test('a guarded resource refuses anonymous writes', async (t) => {
-    const anonymous = await call(base, 'POST', '/api/v1/notes', { json: { title: 'x' } })
+    const anonymous = await call('/api/v1/notes', { json: { title: 'x' } })
     t.equal(anonymous.status, 401, 'POST /api/v1/notes without a token: 401', diag(anonymous))
-    const none = await call(base, 'GET', '/api/v1/notes', { token: access })
+    const none = await call('/api/v1/notes', { token: access })
     t.equal(none.status, 200, 'GET /api/v1/notes with the token answers 200', diag(none))
     t.same(none.json, [], 'and no row was written', diag(none))
-    const created = await call(base, 'POST', '/api/v1/notes', { json: { title: 'x' }, token: access })
+    const created = await call('/api/v1/notes', { json: { title: 'x' }, token: access })
     t.equal(created.status, 201, 'POST /api/v1/notes with the token: 201', diag(created))
     t.match(created.json, { title: 'x' }, 'the note', diag(created))
-    const one = await call(base, 'GET', '/api/v1/notes', { token: access })
+    const one = await call('/api/v1/notes', { token: access })
     t.match(one.json, [{ title: 'x' }], 'listed', diag(one))
   })
 
   await t.test('the host\'s OpenAPI document has the host\'s routes and plinth\'s', async (t) => {
-    const res = await call(base, 'GET', '/openapi.json')
+    const res = await call('/openapi.json')
     t.equal(res.status, 200, 'GET /openapi.json answers 200', diag(res))
     const doc = res.json ?? {}
     const paths = Object.keys(doc.paths ?? {})

@@ -3,7 +3,7 @@ import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
 import { items } from '../../db/schema.js'
-import { countingDatabase, freshDatabase } from '../helper.js'
+import { countingDatabase, freshDatabase } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items)

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createGate } from '../../db/gate.js'
-import { freshDatabase, TEST_DATABASE_URL } from '../helper.js'
+import { freshDatabase, TEST_DATABASE_URL } from '../support/database.js'
 
 t.test('the gate runs at most `limit` tasks at once, in arrival order', async (t) => {
   const run = createGate(3)

@@ -3,7 +3,7 @@ import t from 'tap'
 import { seedItems } from '../../bench/seed-items.js'
 import { containsPattern, createItemRepository } from '../../db/items.js'
 import { itemCounts, items } from '../../db/schema.js'
-import { countingDatabase, freshDatabase } from '../helper.js'
+import { countingDatabase, freshDatabase } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const { db } = client

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { build } from '../support/app.js'
 
 const FRONT_END = 'http://localhost:3000'
 

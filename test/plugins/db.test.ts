@@ -7,7 +7,8 @@ import * as schema from '../../db/schema.js'
 import dbPlugin from '../../plugins/db.js'
 import { connect } from '../../db/client.js'
 import { createTables } from '../../db/resources.js'
-import { TEST_DATABASE_URL, build, freshDatabase, freshPostgresUrl } from '../helper.js'
+import { build } from '../support/app.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl } from '../support/database.js'
 
 // Every table db/schema.ts declares, so the expectation follows the schema.
 const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table)).sort()

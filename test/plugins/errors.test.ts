@@ -4,9 +4,8 @@ import t, { type Test } from 'tap'
 import type { App } from '../../app.js'
 import { Text } from '../../schemas/common.js'
 import { problemResponses } from '../../schemas/error.js'
-import { build, captureLogs } from '../helper.js'
-
-const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
+import { build, captureLogs } from '../support/app.js'
+import { PROBLEM_TYPE } from '../support/responses.js'
 
 /** Routes that fail in every way the error contract covers. */
 async function failingRoutes (app: App) {

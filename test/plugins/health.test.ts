@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { build } from '../support/app.js'
 
 t.test('liveness answers ok without touching the database', async (t) => {
   const app = await build(t)

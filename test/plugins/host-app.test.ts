@@ -10,12 +10,13 @@ import {
   accountsPlugin, authPlugin, catalogPlugin, corsPlugin, dbPlugin, docsPlugin, errorsPlugin, healthPlugin,
   resourcePlugin, securityPlugin
 } from '../../index.js'
-import { captureLogs, freshDatabase } from '../helper.js'
+import { captureLogs } from '../support/app.js'
+import { freshDatabase } from '../support/database.js'
+import { PROBLEM_TYPE } from '../support/responses.js'
 
 // A host app that brings its own plugins, then plinth's: each of the host's keeps working, and
 // plinth's either reuse it, keep to a namespace of their own, or refuse to boot with a reason.
 
-const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
 const form = 'application/x-www-form-urlencoded'
 
 async function host (t: Test, options = {}) {

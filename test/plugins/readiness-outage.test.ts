@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { buildApp } from '../../app.js'
-import { hasPostgresServer, privatePostgres } from '../pg-server.js'
+import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 
 t.test('readiness follows a real PostgreSQL going down and coming back', {
   skip: hasPostgresServer() ? false : 'no PostgreSQL server binaries on this machine'

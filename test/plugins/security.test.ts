@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, captureLogs, newAccount, PASSWORD } from '../helper.js'
+import { build, captureLogs, newAccount, PASSWORD } from '../support/app.js'
 
 const app = await build(t)
 

@@ -2,9 +2,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import t, { type Test } from 'tap'
-import { hasPostgresServer, privatePostgres } from '../pg-server.js'
-import { startServer } from '../server-process.js'
-import { acknowledged, listedIds, startLoad, tally, writes } from './load.js'
+import { acknowledged, listedIds, startLoad, tally, writes } from '../support/load.js'
+import { httpRequest } from '../support/http.js'
+import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
+import { startServer } from '../support/server-process.js'
 
 /**
  * kill -9 of the server under a write load; `crash` may take down more (PostgreSQL itself) and
@@ -26,7 +27,7 @@ async function crashUnderLoad (t: Test, env: Record<string, string>, crash = asy
   const started = Date.now()
   const second = startServer(t, env)
   const again = await second.listening
-  t.equal((await fetch(`${again}/api/v1/health/ready`)).status, 200, 'the database opens after the crash')
+  t.equal((await httpRequest(again, '/api/v1/health/ready')).status, 200, 'the database opens after the crash')
   t.comment(`restart after the crash: ${Date.now() - started} ms`)
   for (const [kind, path] of [['item', '/api/v1/items'], ['record', '/api/v1/records']] as const) {
     const acked = acknowledged(outcomes, kind)

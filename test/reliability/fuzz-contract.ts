@@ -5,7 +5,7 @@ export interface Answer {
   body: string
 }
 
-const PROBLEM_TYPE = /^application\/problem\+json(;|$)/
+const PROBLEM_MEDIA_TYPE = /^application\/problem\+json(;|$)/
 
 /**
  * What is wrong with a response under the error contract, or undefined: never a 5xx, and every
@@ -16,7 +16,7 @@ export function contractViolation (answer: Answer): string | undefined {
   if (status >= 500) return `status ${status}`
   if (status < 400) return undefined
   const type = String(answer.headers['content-type'] ?? '')
-  if (!PROBLEM_TYPE.test(type)) return `a ${status} of content type "${type}", not application/problem+json`
+  if (!PROBLEM_MEDIA_TYPE.test(type)) return `a ${status} of content type "${type}", not application/problem+json`
   let body: { detail?: unknown, status?: unknown, code?: unknown }
   try {
     body = JSON.parse(answer.body)

@@ -68,9 +68,9 @@ const bytes = (...parts: Array<string | Buffer | number[]>) =>
 
 const head = (line: string, headers: string[]) => `${line}\r\nHost: 127.0.0.1\r\n${headers.map((header) => `${header}\r\n`).join('')}\r\n`
 
-const JSON_TYPE = 'Content-Type: application/json'
+const JSON_HEADER = 'Content-Type: application/json'
 
-const post = (path: string, body: Buffer, headers = [JSON_TYPE]) =>
+const post = (path: string, body: Buffer, headers = [JSON_HEADER]) =>
   bytes(head(`POST ${path} HTTP/1.1`, [...headers, `Content-Length: ${body.length}`, 'Connection: close']), body)
 
 /** Byte sequences that are not UTF-8: a lone continuation, an overlong NUL, a CESU surrogate, past U+10FFFF, cut short. */
@@ -89,8 +89,8 @@ const chunked = (body: Buffer, cuts: number[]) => {
 export function fixedCases (bodyLimit: number): Array<[string, Buffer]> {
   const record = Buffer.from('{"title":"raw","description":"bytes"}')
   const over = Buffer.from(`{"title":"${'x'.repeat(bodyLimit)}"}`)
-  const cl = (value: string, body: Buffer = record) => bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, `Content-Length: ${value}`]), body)
-  const te = (value: string, body: string) => bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, `Transfer-Encoding: ${value}`]), body)
+  const cl = (value: string, body: Buffer = record) => bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, `Content-Length: ${value}`]), body)
+  const te = (value: string, body: string) => bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, `Transfer-Encoding: ${value}`]), body)
   const get = (target: string, headers: string[] = ['Connection: close']) => bytes(head(`GET ${target} HTTP/1.1`, headers))
   return [
     ...BAD_UTF8.map((seq) => [seq, seq.map((byte) => byte.toString(16)).join(' ')] as const).flatMap(([seq, hex]): Array<[string, Buffer]> => [
@@ -110,17 +110,17 @@ export function fixedCases (bodyLimit: number): Array<[string, Buffer]> {
     ['Content-Length of 30 digits', cl('9'.repeat(30))],
     ['Content-Length over BODY_LIMIT, no body sent', cl(String(bodyLimit + 1), Buffer.alloc(0))],
     ['a body over BODY_LIMIT', post('/api/v1/records/', over)],
-    ['two different Content-Lengths', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, 'Content-Length: 5', `Content-Length: ${record.length}`]), record)],
-    ['Content-Length and chunked together', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, `Content-Length: ${record.length}`, 'Transfer-Encoding: chunked']), chunked(record, [5]))],
-    ['chunked, split in three', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, 'Transfer-Encoding: chunked', 'Connection: close']), chunked(record, [3, 17]))],
-    ['chunked over BODY_LIMIT', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_TYPE, 'Transfer-Encoding: chunked']), chunked(over, [1000, 70000]))],
+    ['two different Content-Lengths', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, 'Content-Length: 5', `Content-Length: ${record.length}`]), record)],
+    ['Content-Length and chunked together', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, `Content-Length: ${record.length}`, 'Transfer-Encoding: chunked']), chunked(record, [5]))],
+    ['chunked, split in three', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, 'Transfer-Encoding: chunked', 'Connection: close']), chunked(record, [3, 17]))],
+    ['chunked over BODY_LIMIT', bytes(head('POST /api/v1/records/ HTTP/1.1', [JSON_HEADER, 'Transfer-Encoding: chunked']), chunked(over, [1000, 70000]))],
     ['chunk size zz', te('chunked', 'zz\r\n{}\r\n0\r\n\r\n')],
     ['chunk size past the data', te('chunked', 'ffff\r\n{}\r\n')],
     ['chunk without its last chunk', te('chunked', '2\r\n{}\r\n')],
     ['chunk extension garbage', te('chunked', '2;\u0000=\u0001\r\n{}\r\n0\r\n\r\n')],
     ['Transfer-Encoding gzip, chunked', te('gzip, chunked', '2\r\n{}\r\n0\r\n\r\n')],
     ['Transfer-Encoding identity', te('identity', '{}')],
-    ['Content-Encoding gzip on plain JSON', post('/api/v1/records/', record, [JSON_TYPE, 'Content-Encoding: gzip'])],
+    ['Content-Encoding gzip on plain JSON', post('/api/v1/records/', record, [JSON_HEADER, 'Content-Encoding: gzip'])],
     ['a header section over 16 KiB', get('/api/v1/health', ['Connection: close', `X-Big: ${'a'.repeat(20_000)}`])],
     ['a request target over 16 KiB', get(`/api/v1/items?q=${'a'.repeat(20_000)}`)],
     ['NUL in a header value', get('/api/v1/health', ['Connection: close', 'X-Nul: a\u0000b'])],
@@ -138,8 +138,8 @@ export function fixedCases (bodyLimit: number): Array<[string, Buffer]> {
     ['an unknown method', Buffer.from('FOO /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')],
     ['no HTTP version', Buffer.from('GET /api/v1/health\r\n\r\n')],
     ['a target without a slash', get('api/v1/health')],
-    ['Expect: 100-continue', post('/api/v1/records/', record, [JSON_TYPE, 'Expect: 100-continue'])],
-    ['Expect: something else', post('/api/v1/records/', record, [JSON_TYPE, 'Expect: 200-ok'])],
+    ['Expect: 100-continue', post('/api/v1/records/', record, [JSON_HEADER, 'Expect: 100-continue'])],
+    ['Expect: something else', post('/api/v1/records/', record, [JSON_HEADER, 'Expect: 200-ok'])],
     ['100 pipelined requests', Buffer.from(Array.from({ length: 100 }, () => 'GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n').join(''))],
     ['TLS client hello', Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03])],
     ['nothing at all', Buffer.alloc(0)]
@@ -164,8 +164,8 @@ export function generatedCase (targets: Operation[]): fc.Arbitrary<Buffer> {
       payload = Buffer.concat([payload.subarray(0, i), Buffer.from(seq), payload.subarray(i)])
     }
     const line = `POST ${op.path} HTTP/1.1`
-    if (framing === 'chunked') return bytes(head(line, [JSON_TYPE, 'Transfer-Encoding: chunked', 'Connection: close']), chunked(payload, cuts))
+    if (framing === 'chunked') return bytes(head(line, [JSON_HEADER, 'Transfer-Encoding: chunked', 'Connection: close']), chunked(payload, cuts))
     const length = framing === 'exact' ? payload.length : Math.max(0, payload.length + framing)
-    return bytes(head(line, [JSON_TYPE, `Content-Length: ${length}`, 'Connection: close']), payload)
+    return bytes(head(line, [JSON_HEADER, `Content-Length: ${length}`, 'Connection: close']), payload)
   }))
 }

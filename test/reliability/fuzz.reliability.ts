@@ -2,7 +2,9 @@ import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.js'
-import { TEST_DATABASE_URL, build, captureLogs } from '../helper.js'
+import { build, captureLogs } from '../support/app.js'
+import { TEST_DATABASE_URL } from '../support/database.js'
+import { httpRequest } from '../support/http.js'
 import { Tally, contractViolation, describeExchange, type Answer } from './fuzz-contract.js'
 import { operationsOf, type OpenApiDocument } from './fuzz-openapi.js'
 import { exchange, fixedCases, generatedCase, parseResponses, rawTargets } from './fuzz-raw.js'
@@ -92,7 +94,7 @@ t.test('no request makes the service answer a 5xx or a 4xx that is not a problem
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const raw = new Tally()
-  const healthOverHttp = async () => (await fetch(`http://127.0.0.1:${port}/api/v1/health`)).status
+  const healthOverHttp = async () => (await httpRequest(`http://127.0.0.1:${port}`, '/api/v1/health')).status
   const sendRaw = async (name: string, bytes: Buffer) => {
     for (const answer of parseResponses(await exchange(port, bytes))) {
       raw.count(name, answer.statusCode)

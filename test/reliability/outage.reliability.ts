@@ -1,9 +1,11 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { hasPostgresServer, privatePostgres } from '../pg-server.js'
-import { startServer } from '../server-process.js'
-import { startLoad, tally, type Call, type Outcome } from './load.js'
+import { httpRequest } from '../support/http.js'
+import { startLoad, tally, type Call, type Outcome } from '../support/load.js'
+import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
+import { PROBLEM_TYPE } from '../support/responses.js'
+import { startServer } from '../support/server-process.js'
 
 // Generous on purpose: the machine is shared and slow; the point is "answers", not "answers fast".
 // A request to a stopped PostgreSQL fails on ECONNREFUSED at once, and a connection attempt gives
@@ -20,10 +22,8 @@ t.test('PostgreSQL stops and starts again under load: 503 while down, 2xx again 
   const pg = await privatePostgres(t)
   const server = startServer(t, { DATABASE_URL: pg.url })
   const base = await server.listening
-  const created = await fetch(`${base}/api/v1/items`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'kept', price: 1 })
-  })
-  const { id } = await created.json() as { id: number }
+  const created = await httpRequest(base, '/api/v1/items', { json: { name: 'kept', price: 1 } })
+  const { id } = created.json as { id: number }
 
   const mix: Call[] = [
     { kind: 'item get', method: 'GET', path: `/api/v1/items/${id}` },
@@ -38,7 +38,7 @@ t.test('PostgreSQL stops and starts again under load: 503 while down, 2xx again 
   await pg.stop()
   const down = performance.now()
   await sleep(5000)
-  const live = await fetch(`${base}/api/v1/health`)
+  const live = await httpRequest(base, '/api/v1/health')
   const restarting = performance.now()
   await pg.start()
   const up = performance.now()
@@ -52,7 +52,7 @@ t.test('PostgreSQL stops and starts again under load: 503 while down, 2xx again 
   t.same(outcomes.filter((outcome) => outcome.error), [], 'no request failed at the socket level')
   t.same(outcomes.filter((outcome) => ![200, 201, 503].includes(outcome.status as number)), [], 'every answer is a success or a 503')
   t.same(outcomes.filter((outcome) => outcome.status === 503 &&
-    (outcome.contentType !== 'application/problem+json; charset=utf-8' || outcome.code !== 'DATABASE_UNAVAILABLE' || outcome.retryAfter !== '5')),
+    (outcome.contentType !== PROBLEM_TYPE || outcome.code !== 'DATABASE_UNAVAILABLE' || outcome.retryAfter !== '5')),
   [], 'every 503 is a DATABASE_UNAVAILABLE problem document with Retry-After')
 
   const whileDown = outcomes.filter((outcome) => outcome.start >= down && outcome.start < restarting)

@@ -4,10 +4,12 @@ import { readFile } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
 import postgres from 'postgres'
 import t from 'tap'
-import { freshPostgresUrl, PASSWORD, TEST_DATABASE_URL } from '../helper.js'
-import { hasPostgresServer, privatePostgres } from '../pg-server.js'
-import { startServer, type ServerProcess } from '../server-process.js'
-import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt, send, until, type Answer } from './processes-http.js'
+import { PASSWORD } from '../support/app.js'
+import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
+import { httpRequest, type HttpAnswer } from '../support/http.js'
+import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
+import { startServer, type ServerProcess } from '../support/server-process.js'
+import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt, until } from './processes-http.js'
 
 // WORKERS > 1 on PGlite (refused, exit 1) is covered by test/server.test.ts.
 const skip = TEST_DATABASE_URL || hasPostgresServer()
@@ -19,7 +21,7 @@ const SECRET_KEY = 'processes-reliability-shared-secret'
 // starts its processes on it empty, so they migrate it together; the second finds it migrated.
 const database = skip ? '' : TEST_DATABASE_URL ? await freshPostgresUrl(t) : (await privatePostgres(t)).url
 
-const tokens = (answer: Answer) => answer.body as { access_token: string, refresh_token: string }
+const tokens = (answer: HttpAnswer) => answer.json as { access_token: string, refresh_token: string }
 
 const listeningPids = (server: ServerProcess) => server.logs
   .filter((entry) => String(entry.msg).startsWith('Server listening at'))
@@ -64,8 +66,8 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
   let accounts = 0
   async function account () {
     const email = `processes${++accounts}@example.com`
-    const res = await send(a, '/api/v1/auth/register', { json: { email, password: PASSWORD } })
-    if (res.status !== 201) throw new Error(`register: ${res.status} ${JSON.stringify(res.body)}`)
+    const res = await httpRequest(a, '/api/v1/auth/register', { json: { email, password: PASSWORD } })
+    if (res.status !== 201) throw new Error(`register: ${res.status} ${res.text}`)
     return email
   }
 
@@ -86,8 +88,8 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
     const refused = answers.filter((answer) => answer.status === 401)
     t.equal(won.length, 1, 'exactly one 200')
     t.equal(refused.length, 19, 'and 19 401s')
-    t.ok(refused.every((answer) => answer.body.code === 'AUTH_INVALID_REFRESH_TOKEN'), 'each as an invalid refresh token')
-    const next = tokens(won[0] as Answer)
+    t.ok(refused.every((answer) => answer.json?.code === 'AUTH_INVALID_REFRESH_TOKEN'), 'each as an invalid refresh token')
+    const next = tokens(won[0] as HttpAnswer)
     t.equal(await meAt(a, next.access_token), 200, 'the new access token works on one')
     t.equal(await meAt(b, next.access_token), 200, 'and on the other')
     t.equal((await refreshAt(b, next.refresh_token)).status, 200, 'the new refresh token rotates')
@@ -100,7 +102,7 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
     for (const base of [b, a]) {
       const answer = await loginAt(base, email)
       t.equal(answer.status, 429, `the 4th attempt is refused at ${base}`)
-      t.equal(answer.body.code, 'AUTH_TOO_MANY_FAILURES', 'as too many failures')
+      t.equal(answer.json?.code, 'AUTH_TOO_MANY_FAILURES', 'as too many failures')
       const retryAfter = Number(answer.headers.get('retry-after'))
       t.ok(retryAfter >= 1 && retryAfter <= 900, `Retry-After ${retryAfter} s is within the 15-minute window`)
     }
@@ -109,9 +111,9 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
   await t.test('a process with another SECRET_KEY refuses the tokens of the others', async (t) => {
     const email = await account()
     const pair = tokens(await loginAt(a, email))
-    const access = await send(stranger, '/api/v1/users/me', { token: pair.access_token })
+    const access = await httpRequest(stranger, '/api/v1/users/me', { token: pair.access_token })
     t.equal(access.status, 401, 'the access token')
-    t.equal(access.body.code, 'AUTH_INVALID_TOKEN', 'as an invalid token')
+    t.equal(access.json?.code, 'AUTH_INVALID_TOKEN', 'as an invalid token')
     t.equal((await refreshAt(stranger, pair.refresh_token)).status, 401, 'the refresh token')
     t.equal(await meAt(stranger, tokens(await loginAt(stranger, email)).access_token), 200, 'it accepts its own')
     t.equal((await refreshAt(a, pair.refresh_token)).status, 200, 'the refused refresh token was not spent')

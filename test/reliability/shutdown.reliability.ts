@@ -3,9 +3,9 @@ import { connect } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { hasPostgresServer, privatePostgres } from '../pg-server.js'
-import { startServer, type ServerProcess } from '../server-process.js'
-import { acknowledged, listedIds, startLoad, tally, writes } from './load.js'
+import { acknowledged, listedIds, startLoad, tally, writes } from '../support/load.js'
+import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
+import { startServer, type ServerProcess } from '../support/server-process.js'
 
 // server.ts's close-with-grace delay: past it the process exits 1 without closing the database.
 const GRACE_MS = 10_000

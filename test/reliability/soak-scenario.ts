@@ -1,4 +1,4 @@
-import { PASSWORD } from '../helper.js'
+import { PASSWORD } from '../support/app.js'
 import type { Client, Stream } from './soak-traffic.js'
 
 /** Runs per second of each stream: about 43 requests a second. Login is argon2, so a few per second. */

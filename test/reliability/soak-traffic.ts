@@ -1,4 +1,4 @@
-import { Agent, request as httpRequest } from 'node:http'
+import { Agent, request } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -37,7 +37,7 @@ interface Exchange {
 /** One request: the status and body, or the socket error (or TimeoutError) that ended it. */
 function exchange (url: URL, { agent, method, headers, body, timeoutMs }: Exchange) {
   return new Promise<{ status: number, text: string }>((resolve, reject) => {
-    const req = httpRequest(url, { agent, method, headers }, (res) => {
+    const req = request(url, { agent, method, headers }, (res) => {
       let text = ''
       res.setEncoding('utf8')
       res.on('data', (chunk: string) => { text += chunk })

@@ -1,7 +1,8 @@
 import { connect } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { startServer } from '../server-process.js'
+import { httpRequest } from '../support/http.js'
+import { startServer } from '../support/server-process.js'
 
 // server.ts: headers within 10 s, the whole request within 30 s, checked every 2 s.
 const HEADERS_MS = 10_000
@@ -34,7 +35,7 @@ t.test('a client that stalls its headers or its body is answered 408 and cut off
   const headers = stall(port, 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\n', HEADERS_MS + CHECK_MS + SLACK_MS)
   const bodyStall = stall(port, 'POST /api/v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
     REQUEST_MS + CHECK_MS + SLACK_MS)
-  t.equal((await fetch(`${base}/api/v1/health`)).status, 200, 'other clients are served meanwhile')
+  t.equal((await httpRequest(base, '/api/v1/health')).status, 200, 'other clients are served meanwhile')
 
   const slowHeaders = await headers
   t.comment(`silent headers cut after ${slowHeaders.afterMs.toFixed(0)} ms`)
@@ -47,7 +48,7 @@ t.test('a client that stalls its headers or its body is answered 408 and cut off
   t.match(slowBody.answer, /^HTTP\/1\.1 408 /, 'stalled body: 408')
   t.match(body(slowBody.answer), { status: 408, code: 'REQUEST_TIMEOUT' })
 
-  t.equal((await fetch(`${base}/api/v1/health`)).status, 200, 'the server is still up')
+  t.equal((await httpRequest(base, '/api/v1/health')).status, 200, 'the server is still up')
   server.child.kill('SIGTERM')
   t.same(await server.exited, [0, null])
 })

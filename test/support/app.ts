@@ -1,96 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
-import { drizzle as onPglite } from 'drizzle-orm/pglite'
-import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
-import postgres from 'postgres'
-import { buildApp, type App, type BuildOptions } from '../app.js'
-import type { Config } from '../config.js'
-import { connect, connectPglite, type Database, type DatabaseClient } from '../db/client.js'
-import * as schema from '../db/schema.js'
-import { users } from '../db/schema.js'
-
 import type { Test } from 'tap'
-
-/** Set to run the whole suite on PostgreSQL, e.g. postgres://plinth@127.0.0.1:55432/plinth */
-export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
-
-const root = new URL('..', import.meta.url).pathname
-const migrations = join(root, 'db/migrations')
-
-/**
- * A dump of a new PGlite, migrated or not, cached on disk per migration set: a new in-memory
- * PGlite takes about 4 s to initialise here, one loaded from this dump about 1 s.
- */
-async function pgliteSnapshot (migrated: boolean): Promise<Blob> {
-  const hash = createHash('sha256')
-  hash.update(await readFile(join(root, 'node_modules/@electric-sql/pglite/package.json')))
-  for (const file of (await readdir(migrations, { recursive: true })).sort()) {
-    if (file.endsWith('.sql') || file.endsWith('.json')) hash.update(file).update(await readFile(join(migrations, file)))
-  }
-  const cache = join(root, 'node_modules/.cache/plinth')
-  const file = join(cache, `pglite-${migrated ? 'migrated' : 'empty'}-${hash.digest('hex').slice(0, 16)}.tar`)
-  try {
-    return new Blob([await readFile(file)])
-  } catch {
-    const client = await connectPglite(undefined)
-    if (migrated) await client.migrate()
-    const dump = await client.dump()
-    await client.close()
-    await mkdir(cache, { recursive: true })
-    // Test files run in parallel: write aside and rename, so no reader sees half a file.
-    const partial = `${file}.${process.pid}`
-    await writeFile(partial, Buffer.from(await dump.arrayBuffer()))
-    await rename(partial, file)
-    return dump
-  }
-}
-
-const snapshots = new Map<boolean, Promise<Blob>>()
-
-/** An in-memory PGlite, with every migration applied unless asked otherwise. */
-export async function freshPglite ({ migrated = true } = {}): Promise<DatabaseClient> {
-  if (!snapshots.has(migrated)) snapshots.set(migrated, pgliteSnapshot(migrated))
-  return connectPglite(undefined, { loadDataDir: await snapshots.get(migrated) })
-}
-
-/**
- * A new PostgreSQL database on TEST_DATABASE_URL, dropped when the test ends, so test files
- * can run in parallel without seeing each other's rows.
- */
-export async function freshPostgresUrl (t: Test): Promise<string> {
-  if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set')
-  const name = `plinth_test_${randomBytes(6).toString('hex')}`
-  const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database ${name}`)
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`)
-    await admin.end()
-  })
-  const url = new URL(TEST_DATABASE_URL)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-/** A database no other test sees, closed when the test ends: migrated, or empty when asked. */
-export async function freshDatabase (t: Test, { migrated = true } = {}): Promise<DatabaseClient> {
-  const client = TEST_DATABASE_URL
-    ? await connect(await freshPostgresUrl(t))
-    : await freshPglite({ migrated })
-  t.teardown(() => client.close())
-  if (migrated) await client.migrate()
-  return client
-}
-
-/** `client`'s connection seen through another Drizzle instance that counts the queries it sends. */
-export function countingDatabase (client: DatabaseClient) {
-  let queries = 0
-  const logger = { logQuery: () => { queries++ } }
-  const $client = (client.db as unknown as { $client: never }).$client
-  const db = client.driver === 'postgres' ? onPostgres({ client: $client, schema, logger }) : onPglite({ client: $client, schema, logger })
-  return { db: db as unknown as Database, queries: () => queries }
-}
+import { buildApp, type App, type BuildOptions } from '../../app.js'
+import type { Config } from '../../config.js'
+import { users } from '../../db/schema.js'
+import { freshDatabase } from './database.js'
 
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
@@ -158,16 +71,4 @@ export async function newAccount (app: App) {
   const email = `user${++accounts}@example.com`
   const user = await register(app, email)
   return { user, email, session: await login(app, email) }
-}
-
-/** The 422 problem document for these errors, as the root error handler writes it. */
-export function validationProblem (...errors: Array<[path: string, message: string]>) {
-  return {
-    type: 'about:blank',
-    title: 'Unprocessable Entity',
-    status: 422,
-    detail: errors.map(([path, message]) => `${path} ${message}`).join('; '),
-    code: 'VALIDATION_FAILED',
-    errors: errors.map(([path, message]) => ({ path, message }))
-  }
 }

@@ -2,14 +2,12 @@ import type { Test } from 'tap'
 import { API_PREFIX, type App } from '../../app.js'
 import type { Config } from '../../config.js'
 import catalog from '../../routes/catalog/index.js'
-import { build } from '../helper.js'
+import { build } from './app.js'
 
 // Small limits, so clamping and paging show with a handful of items.
 export const LIMITS = { DEFAULT_PAGE_LIMIT: 5, MAX_PAGE_LIMIT: 10 }
 
 export const ITEMS = `${API_PREFIX}/items`
-export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
-export const JSON_TYPE = 'application/json; charset=utf-8'
 export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** The app with the catalog under /api/v1: registered here unless app.ts already does it. */
@@ -41,5 +39,3 @@ export async function createItem (app: App, payload: Record<string, unknown>): P
 export function notFound (id: number | string) {
   return { type: 'about:blank', title: 'Not Found', status: 404, detail: `item ${id} not found`, code: 'CATALOG_ITEM_NOT_FOUND' }
 }
-
-export { validationProblem } from '../helper.js'

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import type { Test } from 'tap'
 import { ConfigSchema } from '../../config.js'
@@ -81,17 +80,6 @@ export function outcome (result: Run) {
 /** Asserts that the command exited 0; its output is in the failure's diagnostics. */
 export function succeeded (t: Test, result: Run, message: string) {
   return t.ok(result.code === 0 && !result.timedOut, message, outcome(result))
-}
-
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Agent, request, type IncomingHttpHeaders } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { httpRequest } from './http.js'
 
 /** One request of a load mix; `kind` names it in the outcomes. */
 export interface Call {
@@ -152,9 +153,9 @@ export function acknowledged (outcomes: Outcome[], kind: string): number[] {
 export async function listedIds (base: string, path: string): Promise<number[]> {
   const ids: number[] = []
   for (;;) {
-    const res = await fetch(`${base}${path}?offset=${ids.length}&limit=100`)
-    if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`)
-    const body = await res.json() as Array<{ id: number }> | { items: Array<{ id: number }> }
+    const res = await httpRequest(base, `${path}?offset=${ids.length}&limit=100`)
+    if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${res.text}`)
+    const body = res.json as Array<{ id: number }> | { items: Array<{ id: number }> }
     const page = Array.isArray(body) ? body : body.items
     if (page.length === 0) return ids
     ids.push(...page.map((row) => row.id))

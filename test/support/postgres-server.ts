@@ -1,24 +1,16 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
+import { freePort } from './server-process.js'
 
 const run = promisify(execFile)
-const script = new URL('../scripts/pg-cluster.sh', import.meta.url).pathname
+const script = new URL('../../scripts/pg-cluster.sh', import.meta.url).pathname
 
 /** Whether this machine can run a private PostgreSQL (CI installs it; a laptop may not have it). */
 export const hasPostgresServer = () => existsSync('/usr/lib/postgresql') &&
   readdirSync('/usr/lib/postgresql').some((version) => existsSync(`/usr/lib/postgresql/${version}/bin/postgres`))
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /**
  * A PostgreSQL server of this test's own, which the test may stop and start again

@@ -2,10 +2,7 @@ import type { Test } from 'tap'
 import { API_PREFIX, type App } from '../../app.js'
 import type { Config } from '../../config.js'
 import resourcePlugin, { type ResourceOptions } from '../../routes/resources/index.js'
-import { build } from '../helper.js'
-
-export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
-export const JSON_TYPE = 'application/json; charset=utf-8'
+import { build } from './app.js'
 
 /**
  * The app with these resources under /api/v1. Plain names are the app's own RESOURCES (mounted
@@ -37,5 +34,3 @@ export async function createRecord (app: App, name: string, payload: Record<stri
 export function notFound (name: string, id: number | string) {
   return { type: 'about:blank', title: 'Not Found', status: 404, detail: `${name} ${id} not found`, code: 'RESOURCE_NOT_FOUND' }
 }
-
-export { validationProblem } from '../helper.js'

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import type { Test } from 'tap'
-import { ConfigSchema } from '../config.js'
+import { ConfigSchema } from '../../config.js'
 
-const serverTs = new URL('../server.ts', import.meta.url).pathname
+const serverTs = new URL('../../server.ts', import.meta.url).pathname
 // The child runs server.ts through the same TypeScript loader (and its environment) as this test,
 // minus any setting of ours that the outer environment may carry.
 const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))
@@ -38,3 +39,14 @@ export function startServer (t: Test, env: Record<string, string>) {
 }
 
 export type ServerProcess = ReturnType<typeof startServer>
+
+/** A TCP port that was free a moment ago on 127.0.0.1, for a server that cannot be told to take port 0. */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { buildApp } from '../../../app.js'
 import { users } from '../../../db/schema.js'
-import { captureLogs, freshDatabase, login, register } from '../../helper.js'
+import { captureLogs, login, register } from '../../support/app.js'
+import { freshDatabase } from '../../support/database.js'
 
 const settings = { FIRST_SUPERUSER_EMAIL: 'Admin@Example.com', FIRST_SUPERUSER_PASSWORD: 'first admin password' }
 

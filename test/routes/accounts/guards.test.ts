@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
-import { build, login, newAccount, superuser } from '../../helper.js'
+import { build, login, newAccount, superuser } from '../../support/app.js'
 
 const SECRET_KEY = 'the guards test secret'
 const app = await build(t, { SECRET_KEY })

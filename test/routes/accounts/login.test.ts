@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { loginFailures, refreshTokens, users } from '../../../db/schema.js'
 import { hashPassword } from '../../../plugins/auth/passwords.js'
-import { PASSWORD, build, claimsOf, register } from '../../helper.js'
+import { PASSWORD, build, claimsOf, register } from '../../support/app.js'
 
 const form = (fields: Record<string, string>) => ({
   method: 'POST' as const,

@@ -3,7 +3,9 @@ import t from 'tap'
 import authPlugin from '../../../plugins/auth/index.js'
 import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
-import { PASSWORD, freshDatabase } from '../../helper.js'
+import { PASSWORD } from '../../support/app.js'
+import { freshDatabase } from '../../support/database.js'
+import { PROBLEM_TYPE } from '../../support/responses.js'
 
 t.test('the accounts plugin works in a bare Fastify app with only db and auth', async (t) => {
   const app = Fastify({ logger: false })
@@ -17,7 +19,7 @@ t.test('the accounts plugin works in a bare Fastify app with only db and auth', 
 
   const taken = await register(PASSWORD)
   t.equal(taken.statusCode, 409)
-  t.equal(taken.headers['content-type'], 'application/problem+json; charset=utf-8')
+  t.equal(taken.headers['content-type'], PROBLEM_TYPE)
   t.equal(taken.json().code, 'ACCOUNT_EMAIL_TAKEN')
 
   const short = await app.inject({ method: 'POST', url: '/accounts/auth/register', payload: { email: 'other@example.com', password: 'nine char' } })

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
-import { PASSWORD, build, login } from '../../helper.js'
+import { PASSWORD, build, login } from '../../support/app.js'
 
 const app = await build(t)
 const post = (payload: object) => app.inject({ method: 'POST', url: '/api/v1/auth/register', payload })

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { refreshTokens } from '../../../db/schema.js'
 import type { App } from '../../../app.js'
-import { build, captureLogs, login, newAccount } from '../../helper.js'
+import { build, captureLogs, login, newAccount } from '../../support/app.js'
 
 // REFRESH_REUSE_DETECTION=true: RFC 9700 section 4.14.2. A refresh token that was already rotated
 // (or logged out) and is presented again means two parties hold the chain: revoke all of it.

@@ -7,7 +7,8 @@ import { refreshTokens, users } from '../../../db/schema.js'
 import authPlugin from '../../../plugins/auth/index.js'
 import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
-import { build, freshDatabase, login, newAccount, superuser, type Session } from '../../helper.js'
+import { build, login, newAccount, superuser, type Session } from '../../support/app.js'
+import { freshDatabase } from '../../support/database.js'
 
 const SECRET_KEY = 'the sessions test secret'
 const app = await build(t, { SECRET_KEY })

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
-import { PASSWORD, build, login, newAccount, superuser } from '../../helper.js'
+import { PASSWORD, build, login, newAccount, superuser } from '../../support/app.js'
 
 const app = await build(t, { DEFAULT_PAGE_LIMIT: 2, MAX_PAGE_LIMIT: 3 })
 // Every response this file provokes, checked at the end for passwords and hashes.

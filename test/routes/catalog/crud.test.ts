@@ -1,5 +1,6 @@
 import t from 'tap'
-import { ISO_UTC, ITEMS, JSON_TYPE, PROBLEM_TYPE, buildCatalog, createItem, notFound, validationProblem } from './catalog-helper.js'
+import { ISO_UTC, ITEMS, buildCatalog, createItem, notFound } from '../../support/catalog.js'
+import { JSON_TYPE, PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
 
 const app = await buildCatalog(t)
 const FIELDS = ['name', 'description', 'price', 'in_stock', 'id', 'created_at']

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { ITEMS, buildCatalog, createItem, type ItemBody } from './catalog-helper.js'
+import { ITEMS, buildCatalog, createItem, type ItemBody } from '../../support/catalog.js'
 
-// Default page size 5, maximum 10 (catalog-helper LIMITS).
+// Default page size 5, maximum 10 (LIMITS in test/support/catalog.ts).
 const app = await buildCatalog(t)
 const created: ItemBody[] = []
 for (let i = 0; i < 23; i++) created.push(await createItem(app, { name: `item ${i}`, price: i }))

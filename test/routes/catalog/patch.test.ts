@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ITEMS, buildCatalog, createItem } from './catalog-helper.js'
+import { ITEMS, buildCatalog, createItem } from '../../support/catalog.js'
 
 const app = await buildCatalog(t)
 const full = { name: 'lamp', description: 'brass', price: 12.5, in_stock: true }

@@ -1,9 +1,10 @@
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import dbPlugin from '../../plugins/db.js'
-import catalog, { pageLimits } from '../../routes/catalog/index.js'
-import { freshDatabase } from '../helper.js'
-import { ITEMS, PROBLEM_TYPE, buildCatalog, notFound, validationProblem } from './catalog-helper.js'
+import dbPlugin from '../../../plugins/db.js'
+import catalog, { pageLimits } from '../../../routes/catalog/index.js'
+import { ITEMS, buildCatalog, notFound } from '../../support/catalog.js'
+import { freshDatabase } from '../../support/database.js'
+import { PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
 
 /** A host app of someone else's: plain Fastify, only the db plugin, then the catalog. */
 async function bareApp (t: Test, options = {}) {

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { ITEMS, buildCatalog, createItem, type ItemBody } from './catalog-helper.js'
+import { ITEMS, buildCatalog, createItem, type ItemBody } from '../../support/catalog.js'
 
-// Default page size 5, maximum 10 (catalog-helper LIMITS).
+// Default page size 5, maximum 10 (LIMITS in test/support/catalog.ts).
 const app = await buildCatalog(t)
 const NAMES = [
   'Red LAMP', 'red lamp shade', 'lampshade', 'Discount 100%', '100 percent', 'snake_case', 'snakeXcase',

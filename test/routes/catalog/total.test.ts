@@ -1,7 +1,7 @@
 import { count } from 'drizzle-orm'
 import t from 'tap'
-import { items } from '../../db/schema.js'
-import { ITEMS, buildCatalog, type ItemBody } from './catalog-helper.js'
+import { items } from '../../../db/schema.js'
+import { ITEMS, buildCatalog, type ItemBody } from '../../support/catalog.js'
 
 const app = await buildCatalog(t)
 

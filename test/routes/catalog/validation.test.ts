@@ -1,5 +1,6 @@
 import t from 'tap'
-import { ITEMS, PROBLEM_TYPE, buildCatalog, createItem, validationProblem } from './catalog-helper.js'
+import { ITEMS, buildCatalog, createItem } from '../../support/catalog.js'
+import { PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
 
 const app = await buildCatalog(t)
 const base = { name: 'valid', price: 1 }

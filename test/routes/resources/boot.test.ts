@@ -1,8 +1,8 @@
 import Fastify from 'fastify'
 import t from 'tap'
-import { BUILT_IN_TABLES } from '../../db/resources.js'
-import resourcePlugin from '../../routes/resources/index.js'
-import { resolveResourceOptions, type ResourceOptions } from '../../routes/resources/options.js'
+import { BUILT_IN_TABLES } from '../../../db/resources.js'
+import resourcePlugin from '../../../routes/resources/index.js'
+import { resolveResourceOptions, type ResourceOptions } from '../../../routes/resources/options.js'
 
 const REGISTER_AUTH = 'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin'
 const IDENTIFIER = 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'

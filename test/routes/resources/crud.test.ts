@@ -1,5 +1,6 @@
 import t from 'tap'
-import { JSON_TYPE, PROBLEM_TYPE, buildResources, createRecord, notFound, validationProblem } from './resources-helper.js'
+import { buildResources, createRecord, notFound } from '../../support/resources.js'
+import { JSON_TYPE, PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
 
 const app = await buildResources(t, ['records', 'notes'])
 const RECORDS = '/api/v1/records'

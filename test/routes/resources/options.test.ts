@@ -1,9 +1,10 @@
 import t from 'tap'
-import { API_PREFIX } from '../../app.js'
-import { resourceTable } from '../../db/schema.js'
-import resourcePlugin from '../../routes/resources/index.js'
-import { build, login, register } from '../helper.js'
-import { PROBLEM_TYPE, createRecord, notFound, validationProblem } from './resources-helper.js'
+import { API_PREFIX } from '../../../app.js'
+import { resourceTable } from '../../../db/schema.js'
+import resourcePlugin from '../../../routes/resources/index.js'
+import { build, login, register } from '../../support/app.js'
+import { createRecord, notFound } from '../../support/resources.js'
+import { PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
 
 // RESOURCES is empty, so every resource here is registered with the options under test.
 const app = await build(t, { RESOURCES: [] })
