@@ -145,11 +145,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       return rows.length
     },
 
-    async getRefreshToken (jti: string): Promise<RefreshTokenRow | null> {
-      const [row] = await db.select().from(refreshTokens).where(eq(refreshTokens.jti, jti)).limit(1)
-      return row ?? null
-    },
-
     /**
      * Deletes what can never be used again: expired refresh tokens, revoked ones unless reuse
      * detection keeps them as evidence, and login counters past their window.
