@@ -14,7 +14,9 @@ import docs from './plugins/docs.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
 import security, { apiSecurityHeaders } from './plugins/security.js'
-import { validatorCompiler } from './plugins/validation.js'
+import { validatorCompiler, type App } from './plugins/validation.js'
+
+export type { App }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -30,7 +32,7 @@ export type BuildOptions = FastifyHttpOptions<Server> & {
 }
 
 /** The whole service as one Fastify instance; the registration order below is its architecture. */
-export async function buildApp (settings: Partial<Config> = {}, { database, ...options }: BuildOptions = {}) {
+export async function buildApp (settings: Partial<Config> = {}, { database, ...options }: BuildOptions = {}): Promise<App> {
   const config = resolveConfig(settings)
   const app = Fastify({
     bodyLimit: config.BODY_LIMIT,
@@ -80,5 +82,3 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
 
   return app
 }
-
-export type App = Awaited<ReturnType<typeof buildApp>>

@@ -1,3 +1,4 @@
+import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { BUILT_IN_TABLES } from './db/resources.js'
@@ -46,9 +47,8 @@ export const ConfigSchema = Type.Object({
 export type Config = Static<typeof ConfigSchema>
 type Key = keyof Config
 
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+/** A setting that is missing or malformed: the server refuses to start and says which. */
+export const ConfigError = createError('PLINTH_INVALID_CONFIG', '%s')
 
 const TRUE = new Set(['true', '1', 'yes'])
 const FALSE = new Set(['false', '0', 'no'])

@@ -2,18 +2,20 @@ export { buildApp, API_PREFIX, type App, type BuildOptions } from './app.js'
 export { ConfigSchema, ConfigError, loadConfig, resolveConfig, type Config } from './config.js'
 
 export { default as dbPlugin, type DbOptions } from './plugins/db.js'
-export { default as authPlugin, TokenError, type AuthOptions, type Guard, type TokenClaims, type Tokens } from './plugins/auth/index.js'
+export { default as authPlugin, AuthOptionsSchema, TokenError, type AuthOptions, type Guard, type TokenClaims, type Tokens } from './plugins/auth/index.js'
 export { default as errorsPlugin, problem } from './plugins/errors.js'
 export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
 export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
 export { default as healthPlugin } from './plugins/health.js'
 export { default as securityPlugin, apiSecurityHeaders } from './plugins/security.js'
-export { validatorCompiler, type TypeBoxInstance } from './plugins/validation.js'
+export { validatorCompiler } from './plugins/validation.js'
 
-export { default as accountsPlugin, AccountsOptionsSchema, type AccountsOptions } from './routes/accounts/index.js'
-export { default as catalogPlugin, pageLimits, type CatalogOptions } from './routes/catalog/index.js'
+export { default as accountsPlugin } from './routes/accounts/index.js'
+export { AccountsOptionsSchema, type AccountsOptions } from './routes/accounts/options.js'
+export { default as catalogPlugin } from './routes/catalog/index.js'
+export { CatalogOptionsSchema, type CatalogOptions } from './routes/catalog/options.js'
 export {
-  default as resourcePlugin, ROUTE_NAMES, RecordNotFound, type ResourceOptions, type RouteName
+  default as resourcePlugin, ROUTE_NAMES, RecordNotFound, ResourceOptionsSchema, type ResourceOptions, type RouteName
 } from './routes/resources/index.js'
 export {
   createItemRepository, containsPattern,

@@ -1,3 +1,4 @@
+import createError from '@fastify/error'
 import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, type PgColumn } from 'drizzle-orm/pg-core'
 import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
@@ -10,9 +11,7 @@ export const BUILT_IN_TABLES: readonly string[] = Object.values(schema)
   .map((table) => getTableName(table))
   .sort()
 
-export class ResourceTableError extends Error {
-  override name = 'ResourceTableError'
-}
+export const ResourceTableError = createError('RESOURCE_TABLE_INVALID', '%s')
 
 const IDENTITY_MAX: Record<string, string> = {
   PgSmallInt: '32767', PgInteger: '2147483647', PgBigInt53: '9223372036854775807', PgBigInt64: '9223372036854775807'

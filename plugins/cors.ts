@@ -1,6 +1,6 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import type { App } from './validation.js'
 
 export interface CorsOptions {
   /** Exact origins allowed to call the API from a browser; empty means no CORS headers at all. */
@@ -8,7 +8,7 @@ export interface CorsOptions {
 }
 
 /** CORS for the front ends named in BACKEND_CORS_ORIGINS, preflight included. */
-async function corsPlugin (app: FastifyInstance, opts: CorsOptions) {
+async function corsPlugin (app: App, opts: CorsOptions) {
   if (opts.origins.length === 0) return
   if (app.hasPlugin('@fastify/cors')) {
     app.log.info('cors: the app has its own @fastify/cors; BACKEND_CORS_ORIGINS is left to it')

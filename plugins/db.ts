@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { connect, type DatabaseClient } from '../db/client.js'
+import type { App } from './validation.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,7 +19,7 @@ export type DbOptions = ({
 }
 
 /** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
-async function dbPlugin (app: FastifyInstance, opts: DbOptions) {
+async function dbPlugin (app: App, opts: DbOptions) {
   const client = 'client' in opts ? opts.client : await connect(opts.url)
   if (!('client' in opts)) app.addHook('onClose', () => client.close())
   if (opts.migrate !== false) await client.migrate()

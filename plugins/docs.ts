@@ -1,8 +1,8 @@
 import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { assertBeforeRoutes } from './order.js'
+import type { App } from './validation.js'
 
 export interface DocsOptions {
   title?: string
@@ -22,7 +22,7 @@ function optionalDefaults (querystring: unknown) {
 }
 
 /** Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use. */
-export function documentRoutes (app: FastifyInstance, securitySchemes: SecuritySchemes = {}) {
+export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {}) {
   const swaggerTransform: SwaggerTransform = ({ schema, url, ...document }) => {
     if ('openapiObject' in document) {
       const components = ((document.openapiObject as { components?: { securitySchemes?: SecuritySchemes } }).components ??= {})
@@ -37,7 +37,7 @@ export function documentRoutes (app: FastifyInstance, securitySchemes: SecurityS
 }
 
 /** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept and gets plinth's routes. */
-async function docsPlugin (app: FastifyInstance, opts: DocsOptions) {
+async function docsPlugin (app: App, opts: DocsOptions) {
   if (app.hasDecorator('swagger')) {
     app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')
     return

@@ -1,12 +1,13 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 import { assertBeforeRoutes } from './order.js'
 import { apiSecurityHeaders } from './security.js'
+import type { App } from './validation.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
 
@@ -109,7 +110,7 @@ export function clientErrorHandler (error: Error & { code?: string, reason?: str
 }
 
 /** One error format: RFC 9457 problem documents with a stable `code`. @see https://www.rfc-editor.org/rfc/rfc9457 */
-async function errorsPlugin (app: FastifyInstance) {
+async function errorsPlugin (app: App) {
   assertBeforeRoutes(app, 'plinth-errors', 'it declares the shared Problem schemas, which the profiles registered before it have declared already')
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
 

@@ -1,9 +1,12 @@
-import type { FastifyInstance } from 'fastify'
+import createError from '@fastify/error'
+import type { App } from './validation.js'
+
+const OutOfOrder = createError('PLINTH_PLUGIN_ORDER', '%s must be registered before %s: %s')
 
 export const ROUTE_PLUGINS = ['plinth-health', 'plinth-accounts', 'plinth-catalog', 'plinth-resource']
 
 /** Fails the boot when one of plinth's route plugins was registered before `plugin`, which must precede them. */
-export function assertBeforeRoutes (app: FastifyInstance, plugin: string, why: string) {
+export function assertBeforeRoutes (app: App, plugin: string, why: string) {
   const early = ROUTE_PLUGINS.filter((name) => app.hasPlugin(name))
-  if (early.length > 0) throw new Error(`${plugin} must be registered before ${early.join(', ')}: ${why}`)
+  if (early.length > 0) throw new OutOfOrder(plugin, early.join(', '), why)
 }

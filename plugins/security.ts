@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet, { type HelmetOptions } from 'helmet'
 import { DOCS_PREFIX } from './docs.js'
+import type { App } from './validation.js'
 
 /** The headers helmet sets for `options`, computed once: @fastify/helmet recomputes them per request, at a high cost in throughput. */
 export function securityHeaders (options: HelmetOptions): Record<string, string> {
@@ -32,7 +32,7 @@ export const apiSecurityHeaders = securityHeaders({
 })
 
 /** Security headers on every response: the API set, or for Swagger UI's pages a CSP they run under (register after docs, for its hashes). */
-async function securityPlugin (app: FastifyInstance) {
+async function securityPlugin (app: App) {
   if (app.hasPlugin('@fastify/helmet')) {
     app.log.info('security: the app has its own @fastify/helmet; its headers are left to it')
     return

@@ -58,4 +58,5 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
     ? compileBody(schema as object)
     : finiteNumbersOnly(compileText(schema as object))
 
-export type TypeBoxInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>
+/** plinth's Fastify instance: TypeBox route schemas type the handlers. Every plugin and route module takes one. */
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>

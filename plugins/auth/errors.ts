@@ -9,6 +9,8 @@ function withHeaders<T extends Error> (error: T, headers: Record<string, string>
   return Object.assign(error, { headers })
 }
 
+export const InvalidAuthOptions = createError('AUTH_INVALID_OPTIONS', 'auth plugin: %s')
+
 const NotAuthenticated = createError('AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"', 401)
 const InvalidToken = createError('AUTH_INVALID_TOKEN', 'Invalid access token: %s', 401)
 const InactiveUser = createError('AUTH_INACTIVE_USER', 'This account is inactive', 403)

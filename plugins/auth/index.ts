@@ -1,21 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import jwt, { type JWT } from '@fastify/jwt'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
+import { resolveAuthOptions, type AuthOptions } from './options.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
-
-export interface AuthOptions {
-  /** HS256 signing key (SECRET_KEY); a random one per process when absent, with a warning (tokens die at restart). */
-  secret?: string
-  accessTokenMinutes?: number
-  refreshTokenDays?: number
-}
+import type { App } from '../validation.js'
 
 /** A guard: refuses the request with a problem document, or lets it through with `request.account` set. */
-export type Guard = (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+export type Guard = (this: App, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,7 +44,7 @@ function bearerToken (request: FastifyRequest): string {
 
 // @fastify/jwt in a context of its own, under a namespace: the host's own @fastify/jwt,
 // `request.user` and payload types stay the host's.
-async function signer (app: FastifyInstance, secret: string): Promise<JWT> {
+async function signer (app: App, secret: string): Promise<JWT> {
   let namespaced: JWT | undefined
   await app.register(async function plinthJwt (instance) {
     await instance.register(jwt, {
@@ -82,11 +77,12 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
  * host app's included, can protect its routes with them.
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
-async function authPlugin (app: FastifyInstance, opts: AuthOptions) {
-  if (opts.secret === undefined) app.log.warn(SECRET_WARNING)
-  const tokens = createTokens(await signer(app, opts.secret ?? randomBytes(32).toString('base64url')), {
-    accessSeconds: (opts.accessTokenMinutes ?? 30) * 60,
-    refreshSeconds: (opts.refreshTokenDays ?? 14) * 86400
+async function authPlugin (app: App, opts: AuthOptions) {
+  const { secret, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
+  if (secret === undefined) app.log.warn(SECRET_WARNING)
+  const tokens = createTokens(await signer(app, secret ?? randomBytes(32).toString('base64url')), {
+    accessSeconds: accessTokenMinutes * 60,
+    refreshSeconds: refreshTokenDays * 86400
   })
   const users = createUserRepository(app.plinthDb.db)
 
@@ -129,3 +125,4 @@ export default fp(authPlugin, {
   decorators: { fastify: ['plinthDb'] }
 })
 export { TokenError, type TokenClaims, type Tokens } from './tokens.js'
+export { AuthOptionsSchema, type AuthOptions } from './options.js'

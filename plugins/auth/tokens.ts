@@ -1,3 +1,4 @@
+import createError from '@fastify/error'
 import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
 import { PG_INT_MAX } from '../../schemas/common.js'
@@ -28,7 +29,7 @@ export interface IssuedPair {
   refresh: { jti: string, expires_at: Date }
 }
 
-export class TokenError extends Error {}
+export const TokenError = createError('AUTH_TOKEN_INVALID', '%s')
 
 const SUB = /^[1-9]\d{0,9}$/
 

@@ -4,7 +4,7 @@ import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
-import type { TypeBoxInstance } from '../../plugins/validation.js'
+import type { App } from '../../plugins/validation.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
 
@@ -16,7 +16,7 @@ function sendPair (reply: FastifyReply, pair: IssuedPair) {
 }
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
-export function authRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
+export function authRoutes (app: App, ctx: AccountsContext) {
   const { users, sessions, schemas } = ctx
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */

@@ -5,6 +5,7 @@ export const InvalidRefreshToken = createError('AUTH_INVALID_REFRESH_TOKEN', 'In
 export const EmailTaken = createError('ACCOUNT_EMAIL_TAKEN', 'The email %s is already registered', 409)
 export const WrongCurrentPassword = createError('ACCOUNT_WRONG_PASSWORD', 'current_password is incorrect', 403)
 export const UserNotFound = createError('ACCOUNT_USER_NOT_FOUND', 'user %s not found', 404)
+export const InvalidAccountsOptions = createError('ACCOUNTS_INVALID_OPTIONS', 'accounts plugin: %s')
 const TooManyFailures = createError('AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in %s seconds', 429)
 
 export const tooManyFailures = (retryAfter: number) =>

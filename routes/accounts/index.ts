@@ -1,7 +1,5 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type, type Static } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
 import fp from 'fastify-plugin'
 import { createSessionRepository } from '../../db/sessions.js'
 import { createUserRepository } from '../../db/users.js'
@@ -16,32 +14,8 @@ import { TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
+import { resolveAccountsOptions, type AccountsOptions } from './options.js'
 import { usersRoutes } from './users-routes.js'
-
-const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback })
-
-export const AccountsOptionsSchema = Type.Object({
-  passwordMinLength: Count(1, 8),
-  /** Failed logins per email and address per window before 429; 0 disables the limit. */
-  loginMaxFailures: Count(0, 10),
-  loginWindowSeconds: Count(1, 900),
-  defaultLimit: Count(1, 20),
-  maxLimit: Count(1, 100),
-  /** How often unusable refresh records and expired login counters are deleted. */
-  purgeIntervalMs: Count(1000, 3_600_000),
-  /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
-  reuseDetection: Type.Boolean({ default: false }),
-  firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
-})
-
-export type AccountsOptions = Partial<Static<typeof AccountsOptionsSchema>>
-
-function resolveOptions (opts: AccountsOptions) {
-  const resolved = Value.Default(AccountsOptionsSchema, Value.Clone(opts)) as Static<typeof AccountsOptionsSchema>
-  const error = Value.Errors(AccountsOptionsSchema, resolved).First()
-  if (error) throw new Error(`accounts plugin: option ${error.path.slice(1)} ${error.message.toLowerCase()}`)
-  return resolved
-}
 
 /**
  * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
@@ -49,7 +23,7 @@ function resolveOptions (opts: AccountsOptions) {
  * Needs plinth's `db` and `auth` plugins, registered before it.
  */
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
-  const options = resolveOptions(opts)
+  const options = resolveAccountsOptions(opts)
   const ctx: AccountsContext = {
     ...options,
     users: createUserRepository(app.plinthDb.db),

@@ -1,13 +1,13 @@
 import type { NewUserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
-import type { TypeBoxInstance } from '../../plugins/validation.js'
+import type { App } from '../../plugins/validation.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, UserNotFound, WrongCurrentPassword } from './errors.js'
 
 /** The current user's profile, and the superuser's administration of every account. */
-export function usersRoutes (app: TypeBoxInstance, ctx: AccountsContext) {
+export function usersRoutes (app: App, ctx: AccountsContext) {
   const { users, sessions, schemas } = ctx
 
   /** Applies a change; a new password or a deactivation ends every session of that user. */

@@ -4,34 +4,17 @@ import { createItemRepository } from '../../db/items.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
-import { PG_INT_MAX, addSchemas } from '../../schemas/common.js'
+import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ItemPageSchema, ItemSchema } from '../../schemas/item.js'
 import { page } from '../../schemas/page.js'
-import { InvalidCatalogOptions, ItemNotFound, invalidInput } from './errors.js'
+import { ItemNotFound, invalidInput } from './errors.js'
+import { resolveCatalogOptions, type CatalogOptions } from './options.js'
 import { catalogSchemas } from './schemas.js'
-
-export interface CatalogOptions {
-  /** Page size when the request names none (DEFAULT_PAGE_LIMIT); at most maxLimit. Default 20. */
-  defaultLimit?: number
-  /** Larger requested page sizes are reduced to this (MAX_PAGE_LIMIT). Default 100. */
-  maxLimit?: number
-}
-
-export function pageLimits ({ defaultLimit, maxLimit = 100 }: CatalogOptions = {}) {
-  if (!Number.isInteger(maxLimit) || maxLimit < 1 || maxLimit > PG_INT_MAX) {
-    throw new InvalidCatalogOptions(`maxLimit must be an integer from 1 to ${PG_INT_MAX} (got ${JSON.stringify(maxLimit)})`)
-  }
-  const fallback = defaultLimit ?? Math.min(20, maxLimit)
-  if (!Number.isInteger(fallback) || fallback < 1 || fallback > maxLimit) {
-    throw new InvalidCatalogOptions(`defaultLimit must be an integer from 1 to maxLimit (${maxLimit}) (got ${JSON.stringify(defaultLimit)})`)
-  }
-  return { defaultLimit: fallback, maxLimit }
-}
 
 /** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
-  const { defaultLimit, maxLimit } = pageLimits(opts)
+  const { defaultLimit, maxLimit } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
   const schemas = catalogSchemas(defaultLimit, maxLimit)
 

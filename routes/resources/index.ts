@@ -85,5 +85,5 @@ const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, o
 }
 
 export default fp(resourcePlugin, { name: 'plinth-resource', fastify: '5.x' })
-export { ROUTE_NAMES, type ResourceOptions, type RouteName } from './options.js'
+export { ROUTE_NAMES, ResourceOptionsSchema, type ResourceOptions, type RouteName } from './options.js'
 export { RecordNotFound } from './errors.js'

@@ -1,25 +1,38 @@
-import type { Guard } from '../../plugins/auth/index.js'
+import { Type, type Static } from '@sinclair/typebox'
 import { BUILT_IN_TABLES } from '../../db/resources.js'
-import { PG_INT_MAX } from '../../schemas/common.js'
+import type { Guard } from '../../plugins/auth/index.js'
+import { PageLimitOptions, pageLimits, readOptions, shown } from '../../plugins/options.js'
 import { InvalidResourceOptions } from './errors.js'
 
 export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete'] as const
 export type RouteName = typeof ROUTE_NAMES[number]
 
-export interface ResourceOptions {
+export const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
+
+const Identifier = Type.String({
+  pattern: IDENTIFIER.source,
+  errorMessage: 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'
+})
+const Switch = Type.Boolean({ errorMessage: 'must be true or false' })
+
+export const ResourceOptionsSchema = Type.Object({
   /** Lower-case identifier: the path segment, the table (unless `table`), the tag and the operationId stem. */
-  name: string
+  name: Identifier,
   /** The table's name when it differs from `name`. Never one of the service's own tables. Default: `name`. */
-  table?: string
+  table: Type.Optional(Identifier),
+  /** Routes to leave out, e.g. `{ delete: false }`. Every route is on by default. */
+  routes: Type.Optional(Type.Partial(Type.Object(Object.fromEntries(ROUTE_NAMES.map((route) => [route, Switch])) as Record<RouteName, typeof Switch>), {
+    additionalProperties: false, errorMessage: 'must be an object such as { delete: false }'
+  })),
+  ...PageLimitOptions(1000),
+  /** Create the table at boot when it is missing. */
+  createTable: Type.Boolean({ default: true, errorMessage: 'must be true or false' })
+})
+
+export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
+  name: string
   /** An onRequest hook on every route, e.g. `app.authenticate`; given but undefined fails the boot. */
   guard?: Guard
-  /** Routes to leave out, e.g. `{ delete: false }`. Every route is on by default. */
-  routes?: Partial<Record<RouteName, boolean>>
-  /** Page size of `GET /<name>/` when the request names none. Default 100 (at most maxLimit). */
-  defaultLimit?: number
-  /** Larger requested page sizes are reduced to this. Default 1000. */
-  maxLimit?: number
-  createTable?: boolean
 }
 
 export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'routes'>> {
@@ -27,46 +40,23 @@ export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 
   routes: Record<RouteName, boolean>
 }
 
-export const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
-
-const show = (value: unknown) => typeof value === 'function' ? 'a function' : JSON.stringify(value) ?? String(value)
-
-function check (ok: boolean, message: string, value: unknown): asserts ok {
-  if (!ok) throw new InvalidResourceOptions(`${message} (got ${show(value)})`)
-}
-
-function limits ({ defaultLimit, maxLimit = 1000 }: ResourceOptions) {
-  check(Number.isInteger(maxLimit) && maxLimit >= 1 && maxLimit <= PG_INT_MAX, `maxLimit must be an integer from 1 to ${PG_INT_MAX}`, maxLimit)
-  const fallback = defaultLimit ?? Math.min(100, maxLimit)
-  check(Number.isInteger(fallback) && fallback >= 1 && fallback <= maxLimit, `defaultLimit must be an integer from 1 to maxLimit (${maxLimit})`, defaultLimit)
-  return { defaultLimit: fallback, maxLimit }
-}
-
-function routeSwitches (routes: unknown): Record<RouteName, boolean> {
-  check(routes === undefined || (typeof routes === 'object' && routes !== null), 'routes must be an object such as { delete: false }', routes)
-  const given = (routes ?? {}) as Record<string, unknown>
-  for (const [key, value] of Object.entries(given)) {
-    if (!(ROUTE_NAMES as readonly string[]).includes(key)) {
-      throw new InvalidResourceOptions(`routes.${key} is not a route; the routes are ${ROUTE_NAMES.join(', ')}`)
-    }
-    check(typeof value === 'boolean', `routes.${key} must be true or false`, value)
-  }
-  return Object.fromEntries(ROUTE_NAMES.map((route) => [route, given[route] !== false])) as Record<RouteName, boolean>
-}
-
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
-  const { name, table = name, guard, createTable = true } = opts
-  const identifier = 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'
-  check(typeof name === 'string' && IDENTIFIER.test(name), `name ${identifier}`, name)
-  check(typeof table === 'string' && IDENTIFIER.test(table), `table ${identifier}`, table)
+  const { name, table = name, createTable, routes = {}, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
   }
   // A guard named but undefined is a guard missing, not an open resource.
+  const { guard } = opts
   if ('guard' in opts && typeof guard !== 'function') {
-    throw new InvalidResourceOptions(`"${name}": guard must be a function such as app.authenticate (got ${show(guard)}); ` +
+    throw new InvalidResourceOptions(`"${name}": guard must be a function such as app.authenticate (got ${shown(guard)}); ` +
       'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin')
   }
-  check(typeof createTable === 'boolean', 'createTable must be true or false', createTable)
-  return { name, table, guard, createTable, routes: routeSwitches(opts.routes), ...limits(opts) }
+  return {
+    name,
+    table,
+    guard,
+    createTable,
+    routes: Object.fromEntries(ROUTE_NAMES.map((route) => [route, routes[route] !== false])) as Record<RouteName, boolean>,
+    ...pageLimits(limits, 100, InvalidResourceOptions)
+  }
 }

@@ -170,7 +170,10 @@ t.test('docs or errors registered after plinth\'s routes fail the boot with the 
   const docsLate = await host(t)
   await docsLate.register(dbPlugin, { client: await freshDatabase(t) })
   await docsLate.register(catalogPlugin, { prefix: '/api' })
-  await t.rejects(async () => { await docsLate.register(docsPlugin) }, /plinth-docs must be registered before plinth-catalog: @fastify\/swagger documents only the routes added after it/)
+  await t.rejects(async () => { await docsLate.register(docsPlugin) }, {
+    code: 'PLINTH_PLUGIN_ORDER',
+    message: 'plinth-docs must be registered before plinth-catalog: @fastify/swagger documents only the routes added after it'
+  })
 
   const errorsLate = await host(t)
   await errorsLate.register(dbPlugin, { client: await freshDatabase(t) })

@@ -213,7 +213,7 @@ t.test('bad plugin options fail the boot with a clear message', async (t) => {
   await own.register(dbPlugin, { client: database })
   await own.register(authPlugin, {})
   own.register(accountsPlugin, { purgeIntervalMs: 5 })
-  await t.rejects(async () => { await own.ready() }, /accounts plugin: option purgeIntervalMs expected integer to be greater or equal to 1000/)
+  await t.rejects(async () => { await own.ready() }, { code: 'ACCOUNTS_INVALID_OPTIONS', message: 'accounts plugin: purgeIntervalMs must be an integer of at least 1000 (got 5)' })
 })
 
 t.test('superusers are not special for refresh', async (t) => {

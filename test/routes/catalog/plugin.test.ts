@@ -1,7 +1,8 @@
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import dbPlugin from '../../../plugins/db.js'
-import catalog, { pageLimits } from '../../../routes/catalog/index.js'
+import catalog from '../../../routes/catalog/index.js'
+import { resolveCatalogOptions } from '../../../routes/catalog/options.js'
 import { ITEMS, buildCatalog, notFound } from '../../support/catalog.js'
 import { freshDatabase } from '../../support/database.js'
 import { PROBLEM_TYPE, validationProblem } from '../../support/responses.js'
@@ -42,14 +43,14 @@ t.test('bad page limits fail the boot with a message naming the option', async (
     [{ maxLimit: 0 }, 'catalog plugin: maxLimit must be an integer from 1 to 2147483647 (got 0)'],
     [{ maxLimit: 2.5 }, 'catalog plugin: maxLimit must be an integer from 1 to 2147483647 (got 2.5)'],
     [{ maxLimit: '10' }, 'catalog plugin: maxLimit must be an integer from 1 to 2147483647 (got "10")'],
-    [{ defaultLimit: 0 }, 'catalog plugin: defaultLimit must be an integer from 1 to maxLimit (100) (got 0)'],
+    [{ defaultLimit: 0 }, 'catalog plugin: defaultLimit must be an integer from 1 to maxLimit (got 0)'],
     [{ defaultLimit: 11, maxLimit: 10 }, 'catalog plugin: defaultLimit must be an integer from 1 to maxLimit (10) (got 11)']
   ]
   for (const [options, message] of cases) {
-    t.throws(() => pageLimits(options), { message, code: 'CATALOG_INVALID_OPTIONS' }, JSON.stringify(options))
+    t.throws(() => resolveCatalogOptions(options), { message, code: 'CATALOG_INVALID_OPTIONS' }, JSON.stringify(options))
   }
-  t.same(pageLimits({}), { defaultLimit: 20, maxLimit: 100 })
-  t.same(pageLimits({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10 }, 'the default page size never exceeds the maximum')
+  t.same(resolveCatalogOptions({}), { defaultLimit: 20, maxLimit: 100 })
+  t.same(resolveCatalogOptions({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10 }, 'the default page size never exceeds the maximum')
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await app.register(dbPlugin, { client: await freshDatabase(t), migrate: false })

@@ -23,11 +23,11 @@ t.test('bad options fail with a message naming the option', async (t) => {
     [{ name: 'records', guard: 'authenticate' }, `resource plugin: "records": guard must be a function such as app.authenticate (got "authenticate"); ${REGISTER_AUTH}`],
     [{ name: 'records', guard: undefined }, `resource plugin: "records": guard must be a function such as app.authenticate (got undefined); ${REGISTER_AUTH}`],
     [{ name: 'records', guard: null }, `resource plugin: "records": guard must be a function such as app.authenticate (got null); ${REGISTER_AUTH}`],
-    [{ name: 'records', routes: { remove: false } }, 'resource plugin: routes.remove is not a route; the routes are list, create, get, update, delete'],
+    [{ name: 'records', routes: { remove: false } }, 'resource plugin: routes.remove is unknown: routes takes list, create, get, update, delete'],
     [{ name: 'records', routes: { delete: 'no' } }, 'resource plugin: routes.delete must be true or false (got "no")'],
     [{ name: 'records', routes: false }, 'resource plugin: routes must be an object such as { delete: false } (got false)'],
     [{ name: 'records', maxLimit: 0 }, 'resource plugin: maxLimit must be an integer from 1 to 2147483647 (got 0)'],
-    [{ name: 'records', defaultLimit: 0 }, 'resource plugin: defaultLimit must be an integer from 1 to maxLimit (1000) (got 0)'],
+    [{ name: 'records', defaultLimit: 0 }, 'resource plugin: defaultLimit must be an integer from 1 to maxLimit (got 0)'],
     [{ name: 'records', defaultLimit: 11, maxLimit: 10 }, 'resource plugin: defaultLimit must be an integer from 1 to maxLimit (10) (got 11)'],
     [{ name: 'records', createTable: 'yes' }, 'resource plugin: createTable must be true or false (got "yes")']
   ]

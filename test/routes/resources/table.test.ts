@@ -85,7 +85,7 @@ t.test('the app fails to boot when a resource meets a foreign table of its name'
   const app = await build(t, { RESOURCES: [] })
   await app.plinthDb.db.execute(sql`create table clash (x integer)`)
   app.register(resourcePlugin, { prefix: API_PREFIX, name: 'clash' })
-  await t.rejects(async () => app.ready(), { name: 'ResourceTableError', message: /table "clash" exists but is not a resource table/ })
+  await t.rejects(async () => app.ready(), { code: 'RESOURCE_TABLE_INVALID', message: /table "clash" exists but is not a resource table/ })
 })
 
 t.test('with createTable: false the table is left alone', async (t) => {

@@ -1,0 +1,25 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { PageLimitOptions, pageLimits, readOptions } from '../../plugins/options.js'
+import { InvalidAccountsOptions } from './errors.js'
+
+const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback, errorMessage: `must be an integer of at least ${min}` })
+
+export const AccountsOptionsSchema = Type.Object({
+  passwordMinLength: Count(1, 8),
+  /** Failed logins per email and address per window before 429; 0 disables the limit. */
+  loginMaxFailures: Count(0, 10),
+  loginWindowSeconds: Count(1, 900),
+  ...PageLimitOptions(100),
+  /** How often unusable refresh records and expired login counters are deleted. */
+  purgeIntervalMs: Count(1000, 3_600_000),
+  /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
+  reuseDetection: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
+  firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
+})
+
+export type AccountsOptions = Partial<Static<typeof AccountsOptionsSchema>>
+
+export function resolveAccountsOptions (opts: AccountsOptions) {
+  const options = readOptions(AccountsOptionsSchema, opts, InvalidAccountsOptions)
+  return { ...options, ...pageLimits(options, 20, InvalidAccountsOptions) }
+}
