@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions } from 'fastify'
-import { resolveConfig, type Config } from './config.js'
+import { resolveConfig, resourcesFile, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
 import accounts from './routes/accounts/index.js'
 import catalog from './routes/catalog/index.js'
+import { guardsOf } from './routes/resources/file.js'
 import resources from './routes/resources/index.js'
 import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
@@ -63,7 +64,12 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   })
 
   await app.register(health, { prefix: API_PREFIX })
-  await app.register(catalog, { prefix: API_PREFIX, defaultLimit: config.DEFAULT_PAGE_LIMIT, maxLimit: config.MAX_PAGE_LIMIT })
+  await app.register(catalog, {
+    prefix: API_PREFIX,
+    defaultLimit: config.DEFAULT_PAGE_LIMIT,
+    maxLimit: config.MAX_PAGE_LIMIT,
+    ...(config.CATALOG_WRITE_SCOPE ? { guards: { write: app.requireScopes(config.CATALOG_WRITE_SCOPE) } } : {})
+  })
   await app.register(accounts, {
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
@@ -78,6 +84,11 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   })
   for (const name of new Set(config.RESOURCES)) {
     await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP })
+  }
+  for (const definition of resourcesFile(config)) {
+    await app.register(resources, {
+      prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP
+    })
   }
 
   return app

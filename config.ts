@@ -2,6 +2,9 @@ import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { BUILT_IN_TABLES } from './db/resources.js'
+import type { FieldTableSpec } from './db/field-table.js'
+import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
+import { resolveResourceOptions } from './routes/resources/options.js'
 
 const Int = (min: number, fallback: number, max = 2147483647) =>
   Type.Integer({ minimum: min, maximum: max, default: fallback })
@@ -31,6 +34,14 @@ export const ConfigSchema = Type.Object({
     pattern: '^[a-z][a-z0-9_]{0,62}$',
     description: 'a comma-separated list of lower-case identifiers such as records,notes'
   }), { default: ['records'] }),
+  CATALOG_WRITE_SCOPE: Type.Optional(Type.String({
+    pattern: '^[a-z][a-z0-9:_.-]{0,63}$',
+    description: 'a scope name such as items:write: writes to /items then need a token with it'
+  })),
+  RESOURCES_FILE: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'the path of a JSON file of resources with fields, such as resources.json'
+  })),
   PASSWORD_MIN_LENGTH: Int(1, 8, 1024),
   LOGIN_MAX_FAILURES: Int(0, 10),
   REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
@@ -92,7 +103,24 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (taken) {
     throw new ConfigError(`RESOURCES: "${taken}" is a table of the service (${BUILT_IN_TABLES.join(', ')}); choose another name`)
   }
+  if (config.RESOURCES_FILE !== undefined) {
+    const both = resourcesFile(config).find(({ options }) => config.RESOURCES.includes(options.name))
+    if (both) throw new ConfigError(`"${both.options.name}" is both in RESOURCES and in RESOURCES_FILE; keep one`)
+  }
   return config
+}
+
+/** The resources of RESOURCES_FILE, read and checked; none without one. */
+export function resourcesFile (config: Config): FileResourceDefinition[] {
+  return config.RESOURCES_FILE === undefined ? [] : readResourcesFile(config.RESOURCES_FILE, (message) => new ConfigError(message))
+}
+
+/** The tables of RESOURCES_FILE's resources, for processes that prepare the database without serving it. */
+export function fieldTablesOf (config: Config): FieldTableSpec[] {
+  return resourcesFile(config).map(({ options }) => {
+    const { table, fields = [], owner, indexes } = resolveResourceOptions(options)
+    return { table, fields, owner, indexes }
+  })
 }
 
 /** Reads the process environment (or the given one). An empty variable counts as unset. */

@@ -24,12 +24,13 @@ export {
 
 export { connect, connectPglite, type Database, type DatabaseClient, type Driver } from './db/client.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
-export { isDatabaseUnavailable, sqlState } from './db/errors.js'
-export { BUILT_IN_TABLES, ResourceTableError, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'
+export { ResourceTableError, isDatabaseUnavailable, sqlState } from './db/errors.js'
+export { BUILT_IN_TABLES, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'
 export * as tables from './db/schema.js'
 
 export * from './schemas/common.js'
 export * from './schemas/error.js'
+export { readFields, rowSchema, type Field, type FieldKind, type ResourceRow } from './schemas/fields.js'
 export * from './schemas/health.js'
 export * from './schemas/item.js'
 export * from './schemas/page.js'

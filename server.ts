@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { pino, type LoggerOptions } from 'pino'
 import { buildApp, type App } from './app.js'
-import { ConfigError, loadConfig, type Config } from './config.js'
+import { ConfigError, fieldTablesOf, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
 
@@ -74,7 +74,7 @@ async function supervise () {
   }
   if (config.CREATE_TABLES_ON_STARTUP) {
     const client = await connect(config.DATABASE_URL)
-    try { await createTables(client, config.RESOURCES) } finally { await client.close() }
+    try { await createTables(client, config.RESOURCES, fieldTablesOf(config)) } finally { await client.close() }
   }
   let closing = false
   const fork = () => cluster.fork({ CREATE_TABLES_ON_STARTUP: 'false' })

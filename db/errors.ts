@@ -1,3 +1,5 @@
+import createError from '@fastify/error'
+
 // SQLSTATE classes and driver codes that mean "the database is not there", not "the query is wrong".
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
 const UNAVAILABLE_DRIVER_CODES = new Set([
@@ -29,3 +31,6 @@ export function sqlState (error: unknown): string | undefined {
   }
   return undefined
 }
+
+/** A resource table that cannot be created or brought up to date without risk to its rows. */
+export const ResourceTableError = createError('RESOURCE_TABLE_INVALID', '%s')

@@ -1,7 +1,8 @@
-import createError from '@fastify/error'
 import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, type PgColumn } from 'drizzle-orm/pg-core'
 import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
+import { ResourceTableError } from './errors.js'
+import { ensureFieldTable, type FieldTableSpec } from './field-table.js'
 import * as schema from './schema.js'
 import { resourceTable, type ResourceTable } from './schema.js'
 
@@ -10,8 +11,6 @@ export const BUILT_IN_TABLES: readonly string[] = Object.values(schema)
   .filter((value) => is(value, PgTable))
   .map((table) => getTableName(table))
   .sort()
-
-export const ResourceTableError = createError('RESOURCE_TABLE_INVALID', '%s')
 
 const IDENTITY_MAX: Record<string, string> = {
   PgSmallInt: '32767', PgInteger: '2147483647', PgBigInt53: '9223372036854775807', PgBigInt64: '9223372036854775807'
@@ -83,7 +82,8 @@ export async function ensureResourceTable (db: Database, table: ResourceTable): 
 }
 
 /** Migrations, then one table per resource, for processes that prepare a database without serving it (db:migrate, the WORKERS primary). */
-export async function createTables (client: DatabaseClient, resources: readonly string[]): Promise<void> {
+export async function createTables (client: DatabaseClient, resources: readonly string[], fieldTables: readonly FieldTableSpec[] = []): Promise<void> {
   await client.migrate()
   for (const name of new Set(resources)) await ensureResourceTable(client.db, resourceTable(name))
+  for (const spec of fieldTables) await ensureFieldTable(client.db, spec)
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import {
-  bigint, boolean, check, doublePrecision, index, integer, pgTable, primaryKey, smallint, text, timestamp, uuid, varchar
+  bigint, boolean, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uuid, varchar
 } from 'drizzle-orm/pg-core'
 
 // Column names are the API's field names, so a row is its public shape without a mapping layer.
@@ -61,6 +61,13 @@ export const items = pgTable('items', {
 export const itemCounts = pgTable('item_counts', {
   shard: smallint('shard').primaryKey(),
   n: bigint('n', { mode: 'number' }).notNull().default(0)
+})
+
+// The definition each schema resource's table was created with, so a restart can tell a safe change from a lossy one.
+export const fieldTableDefinitions = pgTable('plinth_resource_tables', {
+  table_name: text('table_name').primaryKey(),
+  definition: jsonb('definition').notNull(),
+  updated_at: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 })
 
 /** One Profile C resource's table: its own identity sequence, so ids start at 1 and are never reused. */

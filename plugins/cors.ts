@@ -20,7 +20,7 @@ async function corsPlugin (app: App, opts: CorsOptions) {
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type'],
-    exposedHeaders: ['WWW-Authenticate', 'Retry-After'],
+    exposedHeaders: ['WWW-Authenticate', 'Retry-After', 'Link', 'X-Total-Count'],
     maxAge: 600
   })
 }

@@ -21,15 +21,26 @@ function optionalDefaults (querystring: unknown) {
   return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
 }
 
+// The security schemes declared so far, per document: a guarded catalog route may come before the
+// accounts plugin that declares the login scheme, and the document is only built once all are in.
+const schemesOf = new WeakMap<object, SecuritySchemes>()
+
 /** Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use. */
 export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {}) {
+  const swaggerOf = (app as { swagger?: object }).swagger
+  if (swaggerOf === undefined) return
+  const declared = schemesOf.get(swaggerOf) ?? {}
+  schemesOf.set(swaggerOf, Object.assign(declared, securitySchemes))
   const swaggerTransform: SwaggerTransform = ({ schema, url, ...document }) => {
     if ('openapiObject' in document) {
       const components = ((document.openapiObject as { components?: { securitySchemes?: SecuritySchemes } }).components ??= {})
-      const declared = (components.securitySchemes ??= {})
-      for (const [name, scheme] of Object.entries(securitySchemes)) declared[name] ??= scheme
+      const schemes = (components.securitySchemes ??= {})
+      for (const [name, scheme] of Object.entries(declared)) schemes[name] ??= scheme
     }
-    return { url, schema: schema && { ...schema, querystring: optionalDefaults(schema.querystring) } }
+    if (!schema) return { url, schema }
+    // A guard without the accounts plugin has no login scheme to point at: the route is then documented without one.
+    const security = schema.security?.filter((requirement) => Object.keys(requirement).every((name) => name in declared))
+    return { url, schema: { ...schema, querystring: optionalDefaults(schema.querystring), ...(security ? { security } : {}) } }
   }
   app.addHook('onRoute', function documented (route) {
     route.config = { ...route.config, swaggerTransform }

@@ -1,5 +1,6 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../db/errors.js'
@@ -22,6 +23,19 @@ const FASTIFY_CODES: Record<string, string> = {
 }
 
 const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
+
+/**
+ * Input that passed its schema but is still wrong: a 422 whose `errors[]` names the part, like a
+ * schema failure. `inputError('CATALOG_INVALID_INPUT')('querystring', '/offset', 'must be 0 ...')`.
+ */
+export function inputError (code: string) {
+  const InvalidInput = createError(code, '/%s%s %s', 422)
+  return (context: 'params' | 'querystring' | 'body', path: string, message: string): FastifyError =>
+    Object.assign(new InvalidInput(context, path, message), {
+      validationContext: context,
+      validation: [{ keyword: 'input', instancePath: path, schemaPath: '#', params: {}, message }]
+    })
+}
 
 export function problem (status: number, code: string, detail: string): Problem {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code }

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import type { FastifyError } from 'fastify'
+import type { Guard } from './auth/index.js'
 import { PG_INT_MAX } from '../schemas/common.js'
 
 /** A plugin's boot error, made with @fastify/error: `new Invalid('maxLimit must be ...')`. */
@@ -43,4 +44,34 @@ export function pageLimits ({ defaultLimit, maxLimit }: { defaultLimit?: number,
     throw new Invalid(`defaultLimit must be an integer from 1 to maxLimit (${maxLimit}) (got ${defaultLimit})`)
   }
   return { defaultLimit: defaultLimit ?? Math.min(fallback, maxLimit), maxLimit }
+}
+
+/** Hooks that guard the reads (list, get) and the writes (create, update, replace, delete). */
+export interface Guards {
+  read?: Guard
+  write?: Guard
+}
+
+const REGISTER_AUTH = 'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin'
+
+/**
+ * `guard` (every route) or `guards` ({ read, write }). A guard named but not a function, such as
+ * app.authenticate read before authPlugin exists, fails the boot: it is missing, not open.
+ */
+export function readGuards (opts: { guard?: unknown, guards?: unknown }, Invalid: InvalidOptions, prefix = ''): Guards {
+  const fail = (option: string, value: unknown) =>
+    new Invalid(`${prefix}${option} must be a function such as app.authenticate (got ${shown(value)}); ${REGISTER_AUTH}`)
+  if ('guard' in opts) {
+    if ('guards' in opts) throw new Invalid(`${prefix}give guard (every route) or guards ({ read, write }), not both`)
+    if (typeof opts.guard !== 'function') throw fail('guard', opts.guard)
+    return { read: opts.guard as Guard, write: opts.guard as Guard }
+  }
+  if (!('guards' in opts)) return {}
+  const { guards } = opts
+  if (typeof guards !== 'object' || guards === null) throw new Invalid(`${prefix}guards must be an object such as { write: app.authenticate } (got ${shown(guards)})`)
+  for (const [key, guard] of Object.entries(guards)) {
+    if (key !== 'read' && key !== 'write') throw new Invalid(`${prefix}guards.${key} is unknown: guards takes read, write`)
+    if (typeof guard !== 'function') throw fail(`guards.${key}`, guard)
+  }
+  return { ...guards as Guards }
 }

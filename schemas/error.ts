@@ -66,3 +66,9 @@ const WHEN: Record<number, string> = {
   429: 'Too many failed logins; retry after Retry-After seconds',
   503: 'The database is unreachable; retry after Retry-After seconds'
 }
+
+/** A guarded route's schema: the bearer scheme (Swagger UI's Authorize fills it in), and its 401 and 403. */
+export function guarded<T extends { response: object }> (schema: T, guard: unknown): T {
+  if (guard === undefined) return schema
+  return { ...schema, security: [{ OAuth2PasswordBearer: [] }], response: { ...schema.response, ...problemResponses(401, 403) } }
+}

@@ -1,9 +1,16 @@
 import { readFileSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import createClient from 'openapi-fetch'
 import t from 'tap'
+import ts from 'typescript'
+import { API_PREFIX } from '../app.js'
+import resourcePlugin from '../routes/resources/index.js'
 import { clientTypes } from '../scripts/generate-client.js'
 import type { paths } from '../client/schema.js'
 import { build, PASSWORD } from './support/app.js'
+import { TaskFields } from './support/tasks.js'
 
 const app = await build(t)
 const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json()
@@ -52,4 +59,34 @@ t.test('a typed openapi-fetch client does a session, an item and a resource roun
   await api.POST('/api/v1/records', { body: { description: 'no title' } })
   // @ts-expect-error price is a number
   await api.POST('/api/v1/items', { body: { name: 'lamp', price: '12' } })
+})
+
+t.test('a resource defined by its fields gets typed client paths: rows, bodies and filters', async (t) => {
+  const typed = await build(t)
+  await typed.register(resourcePlugin, { prefix: API_PREFIX, name: 'tasks', fields: TaskFields })
+  const dir = await mkdtemp(join(tmpdir(), 'plinth-client-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await writeFile(join(dir, 'schema.ts'), await clientTypes((await typed.inject({ method: 'GET', url: '/docs/json' })).json()))
+  await writeFile(join(dir, 'use.ts'), `import type { paths } from './schema.js'
+type Task = paths['/api/v1/tasks/{tasks_id}']['get']['responses'][200]['content']['application/json']
+type Patch = NonNullable<paths['/api/v1/tasks/{tasks_id}']['patch']['requestBody']>['content']['application/json']
+type Query = NonNullable<paths['/api/v1/tasks']['get']['parameters']['query']>
+export const task: Task = {
+  id: 1, created_at: '2026-11-24T00:00:00.000Z', updated_at: '2026-11-24T00:00:00.000Z', title: 'x',
+  status: 'open', priority: 3, estimate: null, remind_at: null, done: false, tags: []
+}
+export const patch: Patch = { estimate: null, status: 'done' }
+export const query: Query = { 'priority[gte]': 3, 'status[in]': ['open', 'doing'], sort: '-priority', count: 'exact' }
+// @ts-expect-error status is one of its enum values
+export const wrongStatus: Task = { ...task, status: 'later' }
+// @ts-expect-error title is not nullable
+export const nullTitle: Patch = { title: null }
+// @ts-expect-error a boolean has no order filter
+export const wrongFilter: Query = { 'done[gt]': true }
+`)
+  const program = ts.createProgram([join(dir, 'use.ts')], {
+    strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022
+  })
+  const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+  t.same(diagnostics, [], 'the generated types compile, and refuse what the API refuses')
 })

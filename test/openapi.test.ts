@@ -1,6 +1,9 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
+import { API_PREFIX } from '../app.js'
+import resourcePlugin from '../routes/resources/index.js'
 import { build } from './support/app.js'
+import { TaskFields } from './support/tasks.js'
 
 // What client generators and Swagger UI read: it must be a valid OpenAPI 3.1 document, and every
 // operation must say what it answers when it fails.
@@ -15,7 +18,9 @@ type Operation = {
   responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>
 }
 
-const app = await build(t, { RESOURCES: ['records', 'notes'] })
+const app = await build(t, { RESOURCES: ['records', 'notes'], CATALOG_WRITE_SCOPE: 'items:write' })
+// A resource defined by its fields, owned and guarded, is held to the same rules as the rest.
+await app.register(resourcePlugin, { prefix: API_PREFIX, name: 'tasks', fields: TaskFields, owner: true, indexes: ['due'] })
 const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json()
 const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>)
   .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation, name: `${method.toUpperCase()} ${path}` })))

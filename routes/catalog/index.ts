@@ -14,9 +14,9 @@ import { catalogSchemas } from './schemas.js'
 
 /** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
-  const { defaultLimit, maxLimit } = resolveCatalogOptions(opts)
+  const { defaultLimit, maxLimit, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
-  const schemas = catalogSchemas(defaultLimit, maxLimit)
+  const schemas = catalogSchemas(defaultLimit, maxLimit, guards)
 
   app.setValidatorCompiler(validatorCompiler)
   // On its own in a host app, the catalog still answers errors as problem documents.
@@ -24,7 +24,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, ItemSchema, ItemPageSchema])
   documentRoutes(app)
 
-  app.get('/items', { schema: schemas.listItems }, async function listItems (request) {
+  app.get('/items', { schema: schemas.listItems, onRequest: guards.read }, async function listItems (request) {
     const { offset, after_id: afterId } = request.query
     const limit = Math.min(request.query.limit, maxLimit)
     const q = request.query.q || undefined
@@ -38,18 +38,19 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     return page(rows.slice(0, limit), total, { offset: 0, limit }, rows.length > limit)
   })
 
-  app.get('/items/:item_id', { schema: schemas.getItem }, async function getItem (request) {
+  app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request) {
     const item = await items.get(request.params.item_id)
     if (!item) throw new ItemNotFound(request.params.item_id)
     return item
   })
 
-  app.post('/items', { schema: schemas.createItem }, async function createItem (request, reply) {
+  app.post('/items', { schema: schemas.createItem, onRequest: guards.write }, async function createItem (request, reply) {
     return reply.code(201).send(await items.create(request.body))
   })
 
   app.patch('/items/:item_id', {
     schema: schemas.updateItem,
+    onRequest: guards.write,
     // A PATCH without any body changes nothing, like `{}`.
     preValidation: async function emptyPatch (request) { request.body ??= {} }
   }, async function updateItem (request) {
@@ -58,7 +59,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     return item
   })
 
-  app.delete('/items/:item_id', { schema: schemas.deleteItem }, async function deleteItem (request, reply) {
+  app.delete('/items/:item_id', { schema: schemas.deleteItem, onRequest: guards.write }, async function deleteItem (request, reply) {
     if (!await items.delete(request.params.item_id)) throw new ItemNotFound(request.params.item_id)
     return reply.code(204).send(null)
   })

@@ -1,12 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { PageLimitOptions, pageLimits, readOptions } from '../../plugins/options.js'
+import type { Guard } from '../../plugins/auth/index.js'
+import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
 import { InvalidCatalogOptions } from './errors.js'
 
 export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100) })
 
 /** DEFAULT_PAGE_LIMIT and MAX_PAGE_LIMIT in the server: a page of 20 unless asked, at most 100. */
-export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>>
+export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
+  /** An onRequest hook on every route, e.g. `app.authenticate`. */
+  guard?: Guard
+  /** Separate hooks for reads and writes, e.g. `{ write: app.requireScopes('items:write') }`. */
+  guards?: Guards
+}
 
 export function resolveCatalogOptions (opts: CatalogOptions = {}) {
-  return pageLimits(readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions), 20, InvalidCatalogOptions)
+  const limits = pageLimits(readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions), 20, InvalidCatalogOptions)
+  return { ...limits, guards: readGuards(opts, InvalidCatalogOptions) }
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
-import { problemResponses, type ProblemExample } from '../../schemas/error.js'
+import type { Guards } from '../../plugins/options.js'
+import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import {
   ITEM_NAME_MAX, ItemCreateSchema, ItemIdParams, ItemPageSchema, ItemSchema, ItemUpdateSchema
@@ -22,43 +23,43 @@ function listQuery (defaultLimit: number, maxLimit: number) {
   }, { additionalProperties: false })
 }
 
-export function catalogSchemas (defaultLimit: number, maxLimit: number) {
+export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, write }: Guards = {}) {
   return {
-    listItems: {
+    listItems: guarded({
       operationId: 'listItems',
       summary: 'List items by id, one page at a time, optionally filtered by name',
       tags,
       querystring: listQuery(defaultLimit, maxLimit),
       response: { 200: ref(ItemPageSchema), ...problemResponses(422, 503) }
-    },
-    getItem: {
+    }, read),
+    getItem: guarded({
       operationId: 'getItem',
       summary: 'Read one item',
       tags,
       params: ItemIdParams,
       response: { 200: ref(ItemSchema), ...problemResponses(missing, 422, 503) }
-    },
-    createItem: {
+    }, read),
+    createItem: guarded({
       operationId: 'createItem',
       summary: 'Create an item',
       tags,
       body: ItemCreateSchema,
       response: { 201: ref(ItemSchema), ...problemResponses(400, 422, 503) }
-    },
-    updateItem: {
+    }, write),
+    updateItem: guarded({
       operationId: 'updateItem',
       summary: 'Change the fields sent, and only those',
       tags,
       params: ItemIdParams,
       body: ItemUpdateSchema,
       response: { 200: ref(ItemSchema), ...problemResponses(400, missing, 422, 503) }
-    },
-    deleteItem: {
+    }, write),
+    deleteItem: guarded({
       operationId: 'deleteItem',
       summary: 'Delete an item',
       tags,
       params: ItemIdParams,
       response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 422, 503) }
-    }
+    }, write)
   }
 }

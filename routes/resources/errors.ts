@@ -1,6 +1,9 @@
 import createError from '@fastify/error'
+import { inputError } from '../../plugins/errors.js'
 
 /** `records 7 not found`: the detail names the resource and the id. */
 export const RecordNotFound = createError('RESOURCE_NOT_FOUND', '%s %s not found', 404)
 
 export const InvalidResourceOptions = createError('RESOURCE_INVALID_OPTIONS', 'resource plugin: %s')
+
+export const invalidInput = inputError('RESOURCE_INVALID_INPUT')

@@ -1,7 +1,8 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { BUILT_IN_TABLES } from '../../db/resources.js'
 import type { Guard } from '../../plugins/auth/index.js'
-import { PageLimitOptions, pageLimits, readOptions, shown } from '../../plugins/options.js'
+import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
+import { readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
 import { InvalidResourceOptions } from './errors.js'
 
 export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete'] as const
@@ -26,35 +27,61 @@ export const ResourceOptionsSchema = Type.Object({
   })),
   ...PageLimitOptions(1000),
   /** Create the table at boot when it is missing. */
-  createTable: Type.Boolean({ default: true, errorMessage: 'must be true or false' })
+  createTable: Type.Boolean({ default: true, errorMessage: 'must be true or false' }),
+  /** With fields: each row belongs to the user who created it, and only that user (or a superuser) sees it. */
+  owner: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
+  /** With fields: fields to index as (field, id), for filters and sorts on large tables. */
+  indexes: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of field names' })
 })
 
 export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
   name: string
+  /** The fields of a row, as a TypeBox object; without them the resource holds records of `title` and `description`. */
+  fields?: TObject | JsonSchema
   /** An onRequest hook on every route, e.g. `app.authenticate`; given but undefined fails the boot. */
   guard?: Guard
+  /** Separate hooks for reads and writes, e.g. `{ write: app.requireScopes('notes:write') }`. */
+  guards?: Guards
 }
 
-export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'routes'>> {
-  guard?: Guard
+export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'guards' | 'routes' | 'fields'>> {
+  guards: Guards
   routes: Record<RouteName, boolean>
+  /** Absent for a resource of records. */
+  fields?: Field[]
+}
+
+function readResourceFields (name: string, fields: unknown, owner: boolean, indexes: string[]): Field[] | undefined {
+  if (fields === undefined) {
+    if (owner) throw new InvalidResourceOptions(`"${name}": owner needs fields; a resource of records has no owner`)
+    if (indexes.length > 0) throw new InvalidResourceOptions(`"${name}": indexes need fields; a resource of records is listed by id only`)
+    return undefined
+  }
+  let read: Field[]
+  try {
+    read = readFields(fields as TObject)
+  } catch (err) {
+    throw new InvalidResourceOptions(`"${name}": ${(err as Error).message}`)
+  }
+  const unknown = indexes.find((index) => !read.some((field) => field.name === index))
+  if (unknown !== undefined) throw new InvalidResourceOptions(`"${name}": indexes names "${unknown}", which is not a field`)
+  return read
 }
 
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
-  const { name, table = name, createTable, routes = {}, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
+  const { name, table = name, createTable, routes = {}, owner, indexes, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
   }
-  // A guard named but undefined is a guard missing, not an open resource.
-  const { guard } = opts
-  if ('guard' in opts && typeof guard !== 'function') {
-    throw new InvalidResourceOptions(`"${name}": guard must be a function such as app.authenticate (got ${shown(guard)}); ` +
-      'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin')
-  }
+  const guards = readGuards(opts, InvalidResourceOptions, `"${name}": `)
+  const fields = readResourceFields(name, opts.fields, owner, indexes)
   return {
     name,
     table,
-    guard,
+    guards,
+    ...(fields ? { fields } : {}),
+    owner,
+    indexes,
     createTable,
     routes: Object.fromEntries(ROUTE_NAMES.map((route) => [route, routes[route] !== false])) as Record<RouteName, boolean>,
     ...pageLimits(limits, 100, InvalidResourceOptions)

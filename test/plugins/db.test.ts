@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable } from 'drizzle-orm/pg-core'
 import Fastify from 'fastify'
@@ -51,7 +52,8 @@ t.test('processes migrating one PostgreSQL database at once take turns', { skip:
   await Promise.all(clients.map((client) => createTables(client, ['records'])))
   t.same(await tableNames(clients[0]!), [...declared, 'records'].sort(), 'every table once, no duplicate-table failure')
   const applied = await clients[0]!.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`) as unknown as Array<{ n: number }>
-  t.equal(applied[0]?.n, 4, 'each migration recorded once')
+  const journal = JSON.parse(readFileSync(new URL('../../db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }
+  t.equal(applied[0]?.n, journal.entries.length, 'each migration recorded once')
 })
 
 t.test('the plugin works in a bare Fastify app and leaves a given client open', async (t) => {

@@ -49,8 +49,8 @@ t.test('bad page limits fail the boot with a message naming the option', async (
   for (const [options, message] of cases) {
     t.throws(() => resolveCatalogOptions(options), { message, code: 'CATALOG_INVALID_OPTIONS' }, JSON.stringify(options))
   }
-  t.same(resolveCatalogOptions({}), { defaultLimit: 20, maxLimit: 100 })
-  t.same(resolveCatalogOptions({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10 }, 'the default page size never exceeds the maximum')
+  t.same(resolveCatalogOptions({}), { defaultLimit: 20, maxLimit: 100, guards: {} })
+  t.same(resolveCatalogOptions({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10, guards: {} }, 'the default page size never exceeds the maximum')
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await app.register(dbPlugin, { client: await freshDatabase(t), migrate: false })

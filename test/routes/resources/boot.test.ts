@@ -1,8 +1,10 @@
+import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
 import t from 'tap'
 import { BUILT_IN_TABLES } from '../../../db/resources.js'
 import resourcePlugin from '../../../routes/resources/index.js'
 import { resolveResourceOptions, type ResourceOptions } from '../../../routes/resources/options.js'
+import { SUPPORTED_FIELDS } from '../../../schemas/fields.js'
 
 const REGISTER_AUTH = 'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin'
 const IDENTIFIER = 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'
@@ -29,7 +31,22 @@ t.test('bad options fail with a message naming the option', async (t) => {
     [{ name: 'records', maxLimit: 0 }, 'resource plugin: maxLimit must be an integer from 1 to 2147483647 (got 0)'],
     [{ name: 'records', defaultLimit: 0 }, 'resource plugin: defaultLimit must be an integer from 1 to maxLimit (got 0)'],
     [{ name: 'records', defaultLimit: 11, maxLimit: 10 }, 'resource plugin: defaultLimit must be an integer from 1 to maxLimit (10) (got 11)'],
-    [{ name: 'records', createTable: 'yes' }, 'resource plugin: createTable must be true or false (got "yes")']
+    [{ name: 'records', createTable: 'yes' }, 'resource plugin: createTable must be true or false (got "yes")'],
+    [{ name: 'records', guard: () => {}, guards: {} }, 'resource plugin: "records": give guard (every route) or guards ({ read, write }), not both'],
+    [{ name: 'records', guards: { read: undefined } }, `resource plugin: "records": guards.read must be a function such as app.authenticate (got undefined); ${REGISTER_AUTH}`],
+    [{ name: 'tasks', fields: Type.Object({ at: Type.Date() }) }, `resource plugin: "tasks": field "at": type "Date" is not supported; a field is ${SUPPORTED_FIELDS}`],
+    [{ name: 'tasks', fields: Type.Object({ id: Type.Integer() }) }, 'resource plugin: "tasks": field "id": id, created_at, updated_at, owner_id are set by the server'],
+    [{ name: 'tasks', fields: Type.Object({ sort: Type.String() }) }, 'resource plugin: "tasks": field "sort": limit, offset, sort, cursor, count are query parameters of the list'],
+    [{ name: 'tasks', fields: Type.Object({ n: Type.Integer({ maximum: 2 ** 40 }) }) }, 'resource plugin: "tasks": field "n": integers are PostgreSQL integers, from -2147483648 to 2147483647; use a number for larger values'],
+    [{ name: 'tasks', fields: Type.Object({ n: Type.Array(Type.Integer()) }) }, 'resource plugin: "tasks": field "n": an array field holds strings: items must be { type: "string" } with minLength, maxLength, pattern or enum'],
+    [{ name: 'tasks', fields: Type.Object({ n: Type.String({ format: 'ipv4' }) }) }, 'resource plugin: "tasks": field "n": format ipv4 is not supported'],
+    [{ name: 'tasks', fields: { type: 'object', properties: { n: { type: 'string', enum: [] } } } }, 'resource plugin: "tasks": field "n": enum must be a non-empty list of strings'],
+    [{ name: 'tasks', fields: { type: 'object', properties: { n: { type: 'integer', multipleOf: 5 } } } }, 'resource plugin: "tasks": field "n": multipleOf is not supported on integer fields'],
+    [{ name: 'tasks', fields: Type.Object({ 'Bad-Name': Type.String() }) }, 'resource plugin: "tasks": field "Bad-Name": a field name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'],
+    [{ name: 'tasks', fields: Type.Object({ n: Type.Union([Type.String(), Type.Integer()]) }) }, 'resource plugin: "tasks": field "n": type {"anyOf":[{"type":"string"},{"type":"integer"}]} is not supported; a field is ' + SUPPORTED_FIELDS],
+    [{ name: 'tasks', fields: Type.String() }, 'resource plugin: "tasks": fields must be an object schema such as Type.Object({ title: Type.String() })'],
+    [{ name: 'tasks', fields: Type.Object({ n: Type.String() }), indexes: ['m'] }, 'resource plugin: "tasks": indexes names "m", which is not a field'],
+    [{ name: 'records', indexes: ['title'] }, 'resource plugin: "records": indexes need fields; a resource of records is listed by id only']
   ]
   for (const [options, message] of cases) {
     const error = t.throws(() => resolveResourceOptions(options as ResourceOptions)) as Error & { code?: string }
@@ -48,13 +65,15 @@ t.test('no resource may use a table of the service, whatever its name', async (t
 })
 
 t.test('defaults: every route, a page of 100 up to 1000, the table named after the resource and created', async (t) => {
-  const { guard, ...options } = resolveResourceOptions({ name: 'records' })
-  t.equal(guard, undefined)
+  const { guards, ...options } = resolveResourceOptions({ name: 'records' })
+  t.same(guards, {})
   t.same(options, {
     name: 'records',
     table: 'records',
     createTable: true,
     routes: { list: true, create: true, get: true, update: true, delete: true },
+    owner: false,
+    indexes: [],
     defaultLimit: 100,
     maxLimit: 1000
   })

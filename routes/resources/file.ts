@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import type { Guard } from '../../plugins/auth/index.js'
+import type { Guards } from '../../plugins/options.js'
+import type { App } from '../../plugins/validation.js'
+import type { JsonSchema } from '../../schemas/fields.js'
+import { IDENTIFIER, resolveResourceOptions, type ResourceOptions } from './options.js'
+
+/** Who may call a route, in JSON: anyone, any signed-in user, a superuser, or a user with every one of these scopes. */
+const GuardWords = Type.Union([
+  Type.Literal('public'),
+  Type.Literal('authenticated'),
+  Type.Literal('superuser'),
+  Type.Object({ scopes: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9:_.-]{0,63}$' }), { minItems: 1 }) }, { additionalProperties: false })
+])
+
+const FileResource = Type.Object({
+  fields: Type.Object({}, { additionalProperties: true, description: 'A JSON Schema object: { "type": "object", "properties": {...}, "required": [...] }' }),
+  owner: Type.Optional(Type.Boolean()),
+  indexes: Type.Optional(Type.Array(Type.String())),
+  guards: Type.Optional(Type.Object({ read: Type.Optional(GuardWords), write: Type.Optional(GuardWords) }, { additionalProperties: false })),
+  table: Type.Optional(Type.String()),
+  defaultLimit: Type.Optional(Type.Integer()),
+  maxLimit: Type.Optional(Type.Integer()),
+  routes: Type.Optional(Type.Record(Type.String(), Type.Boolean()))
+}, { additionalProperties: false })
+
+/** RESOURCES_FILE: resources by name, each with its fields in plain JSON Schema. */
+export const ResourcesFileSchema = Type.Record(Type.String(), FileResource)
+
+type GuardSpec = Static<typeof GuardWords>
+
+export interface FileResourceDefinition {
+  /** resourcePlugin's options, checked: all but the guards, which need the app. */
+  options: ResourceOptions
+  guards: { read?: GuardSpec, write?: GuardSpec }
+}
+
+/**
+ * Reads and checks a resources file. Every problem is one line naming the resource and the field;
+ * they are thrown together, so one start shows them all.
+ */
+export function readResourcesFile (path: string, fail: (message: string) => Error): FileResourceDefinition[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (err) {
+    throw fail(`RESOURCES_FILE ${path}: ${(err as Error).message}`)
+  }
+  const problems: string[] = []
+  const definitions: FileResourceDefinition[] = []
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw fail(`RESOURCES_FILE ${path}: must be a JSON object of resources by name, such as { "tasks": { "fields": { ... } } }`)
+  }
+  for (const [name, resource] of Object.entries(parsed)) {
+    const error = Value.Errors(FileResource, resource).First()
+    if (!IDENTIFIER.test(name)) {
+      problems.push(`${name}: a resource name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters`)
+    } else if (error !== undefined) {
+      problems.push(`${name}${error.path.replaceAll('/', '.')}: ${error.message.toLowerCase()}`)
+    } else {
+      const { guards = {}, fields, ...rest } = resource as Static<typeof FileResource>
+      const options = { name, fields: fields as JsonSchema, ...rest } as ResourceOptions
+      try {
+        resolveResourceOptions(options)
+        definitions.push({ options, guards })
+      } catch (err) {
+        problems.push((err as Error).message.replace(/^resource plugin: ("[^"]+": )?/, `${name}: `))
+      }
+    }
+  }
+  if (problems.length > 0) throw fail(problems.map((problem) => `RESOURCES_FILE ${path}: ${problem}`).join('\n'))
+  return definitions
+}
+
+function guardOf (app: App, spec: GuardSpec | undefined): Guard | undefined {
+  if (spec === undefined || spec === 'public') return undefined
+  if (spec === 'authenticated') return app.authenticate
+  if (spec === 'superuser') return app.requireSuperuser
+  return app.requireScopes(...spec.scopes)
+}
+
+/** The guard hooks a definition's words stand for, on an app with authPlugin. */
+export function guardsOf (app: App, { guards }: FileResourceDefinition): Guards {
+  const read = guardOf(app, guards.read)
+  const write = guardOf(app, guards.write)
+  return { ...(read ? { read } : {}), ...(write ? { write } : {}) }
+}

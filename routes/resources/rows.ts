@@ -1,0 +1,138 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { createRepository } from '../../db/crud.js'
+import { InvalidCursorError, createFieldLister } from '../../db/field-lists.js'
+import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
+import { notAuthenticated } from '../../plugins/auth/errors.js'
+import { addSchemas } from '../../schemas/common.js'
+import { alwaysPresent, type Field } from '../../schemas/fields.js'
+import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
+import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-query.js'
+import type { ResolvedResourceOptions } from './options.js'
+import { rowSchemas } from './row-schemas.js'
+
+type Row = Record<string, unknown> & { id: number, owner_id?: number }
+
+/** An optional field without default or null is stored as NULL but left out of the row, as its schema says. */
+function presenter (fields: Field[]) {
+  const unset = fields.filter((field) => !alwaysPresent(field)).map((field) => field.name)
+  if (unset.length === 0) return (row: Row) => row
+  return (row: Row) => {
+    for (const name of unset) if (row[name] === null) delete row[name]
+    return row
+  }
+}
+
+/** The link to the page after this one: the same query, with the cursor in place of any offset. */
+function nextLink (request: FastifyRequest, cursor: string): string {
+  const [path, search = ''] = request.url.split('?')
+  const query = new URLSearchParams(search)
+  query.delete('offset')
+  query.set('cursor', cursor)
+  return `<${path}?${query.toString()}>; rel="next"`
+}
+
+/** The routes of a resource defined by its fields: CRUD with replace and partial update, and lists that filter and sort. */
+export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
+  const { name, routes, maxLimit, owner, fields = [] } = opts
+  if (owner && typeof app.authenticate !== 'function') {
+    throw new InvalidResourceOptions(`"${name}": owner mode needs app.authenticate; register authPlugin, awaited, before this plugin`)
+  }
+  const db = app.plinthDb.db
+  const table = fieldTable(opts.table, fields, { owner })
+  if (opts.createTable) await ensureFieldTable(db, { table: opts.table, fields, owner, indexes: opts.indexes })
+  const rows = createRepository(db, table)
+  const schemas = rowSchemas({ ...opts, fields })
+  const list = createFieldLister(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])))
+  const filters = filterParameters(schemas.columns)
+  const present = presenter(fields)
+  // In owner mode every route knows its user: the given guards, else authentication alone.
+  const guards = owner ? { read: opts.guards.read ?? app.authenticate, write: opts.guards.write ?? app.authenticate } : opts.guards
+  const item = `/:${schemas.param}`
+  const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number
+
+  /** The user whose rows this request may touch; undefined when it may touch every row. */
+  function ownerOf (request: FastifyRequest): number | undefined {
+    if (!owner) return undefined
+    if (request.account === null) throw notAuthenticated()
+    return request.account.is_superuser ? undefined : request.account.id
+  }
+
+  /** The row, or a 404 when it is missing or someone else's: an owner's rows are invisible to others, never forbidden. */
+  async function find (request: FastifyRequest): Promise<Row> {
+    const id = idOf(request)
+    const row = await rows.get(id) as Row | null
+    const me = ownerOf(request)
+    if (row === null || (me !== undefined && row.owner_id !== me)) throw new RecordNotFound(name, id)
+    return row
+  }
+
+  async function write (request: FastifyRequest, values: Record<string, unknown>) {
+    // The owner never changes, so checking it before the write cannot race.
+    if (owner) await find(request)
+    const row = await rows.update(idOf(request), values as never) as Row | null
+    if (row === null) throw new RecordNotFound(name, idOf(request))
+    return present(row)
+  }
+
+  addSchemas(app, [schemas.record])
+
+  if (routes.list) {
+    app.get('/', { schema: schemas.list, onRequest: guards.read, preValidation: checkListQuery(schemas.columns) }, async function listRows (request, reply) {
+      const { limit, offset, sort, cursor, count, ...query } = request.query as Record<string, unknown> & {
+        limit: number, offset: number, sort?: string, cursor?: string, count?: 'exact'
+      }
+      const page = await list({
+        filters: filtersOf(query, filters),
+        sort: sortOf(sort, schemas.columns),
+        limit: Math.min(limit, maxLimit),
+        offset,
+        cursor,
+        ownerId: ownerOf(request),
+        count: count === 'exact'
+      }).catch((err: unknown) => {
+        if (err instanceof InvalidCursorError) throw invalidInput('querystring', '/cursor', err.message)
+        throw err
+      })
+      if (page.next !== undefined) reply.header('link', nextLink(request, page.next))
+      if (page.total !== undefined) reply.header('x-total-count', String(page.total))
+      return (page.rows as Row[]).map(present)
+    })
+  }
+
+  if (routes.create) {
+    app.post('/', { schema: schemas.create, onRequest: guards.write }, async function createRow (request, reply) {
+      const values: Record<string, unknown> = { ...request.body as object }
+      if (owner) {
+        if (request.account === null) throw notAuthenticated()
+        values.owner_id = request.account.id
+      }
+      return reply.code(201).send(present(await rows.create(values as never) as Row))
+    })
+  }
+
+  if (routes.get) {
+    app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRow (request) {
+      return present(await find(request))
+    })
+  }
+
+  if (routes.update) {
+    app.put(item, { schema: schemas.replace, onRequest: guards.write }, async function replaceRow (request) {
+      const body = request.body as Record<string, unknown>
+      // A full replace: a field left out (its default, if any, is already in the body) has no value.
+      return write(request, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null])))
+    })
+    app.patch(item, { schema: schemas.update, onRequest: guards.write }, async function updateRow (request) {
+      return write(request, request.body as Record<string, unknown>)
+    })
+  }
+
+  if (routes.delete) {
+    app.delete(item, { schema: schemas.delete, onRequest: guards.write }, async function deleteRow (request, reply: FastifyReply) {
+      if (owner) await find(request)
+      if (!await rows.delete(idOf(request))) throw new RecordNotFound(name, idOf(request))
+      return reply.code(204).send(null)
+    })
+  }
+}

@@ -1,0 +1,120 @@
+import t from 'tap'
+import { buildResources } from '../../support/resources.js'
+import { JSON_TYPE, PROBLEM_TYPE } from '../../support/responses.js'
+import { TaskFields, createTask } from '../../support/tasks.js'
+
+const app = await buildResources(t, [{ name: 'tasks', fields: TaskFields }])
+const TASKS = '/api/v1/tasks'
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+t.test('POST fills the defaults and the server fields, and leaves unset optional fields out', async (t) => {
+  const res = await app.inject({ method: 'POST', url: `${TASKS}/`, payload: { title: 'Write the docs' } })
+  t.equal(res.statusCode, 201)
+  t.equal(res.headers['content-type'], JSON_TYPE)
+  const { created_at: createdAt, updated_at: updatedAt, ...task } = res.json()
+  t.match(createdAt, ISO)
+  t.equal(updatedAt, createdAt)
+  t.same(task, { id: 1, title: 'Write the docs', status: 'open', priority: 3, estimate: null, remind_at: null, done: false, tags: [] })
+  t.same((await app.inject({ method: 'GET', url: `${TASKS}/1` })).json(), res.json(), 'GET reads the same row')
+})
+
+t.test('every kind round-trips, and server-set or unknown properties are stripped', async (t) => {
+  const payload = {
+    title: 'Ship',
+    status: 'doing',
+    priority: 5,
+    estimate: 2.5,
+    due: '2026-12-01',
+    remind_at: '2026-11-30T09:15:00.250Z',
+    done: true,
+    tags: ['release', 'q4'],
+    meta: { source: 'email' }
+  }
+  const task = await createTask(app, { ...payload, id: 99, created_at: '2000-01-01T00:00:00.000Z', owner_id: 7, surprise: 'x' })
+  t.match(task, payload)
+  t.not(task.id, 99)
+  t.not(task.created_at, '2000-01-01T00:00:00.000Z')
+  t.notOk('owner_id' in task || 'surprise' in task)
+  t.same((await app.inject({ method: 'GET', url: `${TASKS}/${task.id}` })).json(), task)
+})
+
+t.test('bad values are 422 naming the field; nothing is stored', async (t) => {
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{}, '/body/title'],
+    [{ title: '' }, '/body/title'],
+    [{ title: 'x'.repeat(201) }, '/body/title'],
+    [{ title: 'nul \u0000' }, '/body/title'],
+    [{ title: 'x', status: 'later' }, '/body/status'],
+    [{ title: 'x', priority: 6 }, '/body/priority'],
+    [{ title: 'x', priority: 2.5 }, '/body/priority'],
+    [{ title: 'x', priority: '3' }, '/body/priority'],
+    [{ title: 'x', estimate: -1 }, '/body/estimate'],
+    [{ title: 'x', due: 'tomorrow' }, '/body/due'],
+    [{ title: 'x', due: null }, '/body/due'],
+    [{ title: 'x', remind_at: '2026-13-01T00:00:00Z' }, '/body/remind_at'],
+    [{ title: 'x', done: 'yes' }, '/body/done'],
+    [{ title: 'x', tags: ['x'.repeat(31)] }, '/body/tags/0'],
+    [{ title: 'x', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, '/body/tags'],
+    [{ title: 'x', meta: { origin: 'none' } }, '/body/meta/source']
+  ]
+  const before = (await app.inject({ method: 'GET', url: `${TASKS}/?count=exact` })).headers['x-total-count']
+  for (const [payload, path] of cases) {
+    const res = await app.inject({ method: 'POST', url: `${TASKS}/`, payload })
+    t.equal(res.statusCode, 422, JSON.stringify(payload).slice(0, 60))
+    t.equal(res.headers['content-type'], PROBLEM_TYPE)
+    t.equal(res.json().errors[0].path, path, JSON.stringify(payload).slice(0, 60))
+  }
+  t.equal((await app.inject({ method: 'GET', url: `${TASKS}/?count=exact` })).headers['x-total-count'], before)
+})
+
+t.test('PUT replaces the row: a field left out takes its default, or no value', async (t) => {
+  const task = await createTask(app, { title: 'Plan', status: 'done', priority: 1, estimate: 4, due: '2026-12-24', tags: ['a'] })
+  const url = `${TASKS}/${task.id}`
+  const res = await app.inject({ method: 'PUT', url, payload: { title: 'Plan again' } })
+  t.equal(res.statusCode, 200)
+  const replaced = res.json()
+  t.match(replaced, { id: task.id, title: 'Plan again', status: 'open', priority: 3, estimate: null, done: false, tags: [] })
+  t.notOk('due' in replaced, 'an optional field left out has no value')
+  t.equal(replaced.created_at, task.created_at)
+  t.ok(replaced.updated_at > task.updated_at, 'updated_at moves on a write')
+  t.equal((await app.inject({ method: 'PUT', url, payload: {} })).statusCode, 422, 'a required field must be sent')
+  t.equal((await app.inject({ method: 'PUT', url: `${TASKS}/99999`, payload: { title: 'x' } })).statusCode, 404)
+})
+
+t.test('PATCH changes the fields sent and only those; null clears a nullable field', async (t) => {
+  const task = await createTask(app, { title: 'Patch me', estimate: 3, due: '2026-12-31', tags: ['x'] })
+  const url = `${TASKS}/${task.id}`
+  const patched = (await app.inject({ method: 'PATCH', url, payload: { priority: 4, estimate: null } })).json()
+  t.match(patched, { title: 'Patch me', priority: 4, estimate: null, due: '2026-12-31', tags: ['x'], status: 'open' })
+  t.equal((await app.inject({ method: 'PATCH', url, payload: { title: null } })).statusCode, 422, 'null for a non-nullable field')
+  t.equal((await app.inject({ method: 'PATCH', url, payload: { due: null } })).statusCode, 422, 'an optional field is not nullable unless declared so')
+  const unchanged = await app.inject({ method: 'PATCH', url, payload: {} })
+  t.equal(unchanged.statusCode, 200)
+  t.same(unchanged.json(), patched, 'an empty PATCH changes nothing')
+  t.equal((await app.inject({ method: 'PATCH', url: `${TASKS}/99999`, payload: { priority: 1 } })).statusCode, 404)
+})
+
+t.test('DELETE is 204, then the row is gone', async (t) => {
+  const task = await createTask(app, { title: 'Delete me' })
+  const url = `${TASKS}/${task.id}`
+  t.equal((await app.inject({ method: 'DELETE', url })).statusCode, 204)
+  const missing = await app.inject({ method: 'GET', url })
+  t.equal(missing.statusCode, 404)
+  t.equal(missing.json().detail, `tasks ${task.id} not found`)
+  t.equal((await app.inject({ method: 'DELETE', url })).statusCode, 404)
+})
+
+t.test('the OpenAPI document has the row, the bodies and every filter as a parameter', async (t) => {
+  const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json()
+  const row = document.components.schemas.TasksRecord
+  t.same(Object.keys(row.properties), ['id', 'created_at', 'updated_at', 'title', 'status', 'priority', 'estimate', 'due', 'remind_at', 'done', 'tags', 'meta'])
+  t.same(row.required.sort(), ['created_at', 'done', 'estimate', 'id', 'priority', 'remind_at', 'status', 'tags', 'title', 'updated_at'])
+  const list = document.paths['/api/v1/tasks'].get
+  const names = list.parameters.map((parameter: { name: string }) => parameter.name)
+  for (const name of ['limit', 'offset', 'sort', 'cursor', 'count', 'status', 'status[in]', 'priority[gte]', 'title[contains]', 'due[is]', 'created_at[gt]']) {
+    t.ok(names.includes(name), name)
+  }
+  t.notOk(names.includes('done[gt]'), 'a boolean has no order filters')
+  t.ok(document.paths['/api/v1/tasks/{tasks_id}'].put)
+  t.ok(document.paths['/api/v1/tasks/{tasks_id}'].patch)
+})

@@ -1,0 +1,102 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { loadConfig } from '../../../config.js'
+import { build, newAccount } from '../../support/app.js'
+import { httpRequest } from '../../support/http.js'
+import { startServer } from '../../support/server-process.js'
+
+/** The "tasks" resource of the docs, in plain JSON. */
+export const TASKS_JSON = {
+  tasks: {
+    fields: {
+      type: 'object',
+      required: ['title'],
+      properties: {
+        title: { type: 'string', minLength: 1, maxLength: 200 },
+        status: { type: 'string', enum: ['open', 'doing', 'done'], default: 'open' },
+        priority: { type: 'integer', minimum: 1, maximum: 5, default: 3 },
+        due: { type: ['string', 'null'], format: 'date' },
+        tags: { type: 'array', items: { type: 'string' }, default: [] }
+      }
+    },
+    owner: true,
+    indexes: ['due'],
+    guards: { write: 'authenticated' }
+  }
+}
+
+async function resourcesFile (t: Test, content: unknown) {
+  const dir = await mkdtemp('/tmp/plinth-resources-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const path = join(dir, 'resources.json')
+  await writeFile(path, typeof content === 'string' ? content : JSON.stringify(content))
+  return path
+}
+
+t.test('RESOURCES_FILE mounts each resource with its fields, owner and guards', async (t) => {
+  const app = await build(t, { RESOURCES_FILE: await resourcesFile(t, TASKS_JSON) })
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/tasks/', payload: { title: 'x' } })).statusCode, 401)
+  const { user, session } = await newAccount(app)
+  const created = await app.inject({ method: 'POST', url: '/api/v1/tasks/', headers: session.headers, payload: { title: 'From JSON', due: '2026-12-01' } })
+  t.equal(created.statusCode, 201)
+  t.match(created.json(), { title: 'From JSON', status: 'open', priority: 3, due: '2026-12-01', tags: [], owner_id: user.id })
+  t.same((await app.inject({ method: 'GET', url: '/api/v1/tasks/?due[is]=not_null', headers: session.headers })).json().map((task: { title: string }) => task.title), ['From JSON'])
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/records/' })).statusCode, 200, 'RESOURCES keeps working beside it')
+})
+
+t.test('a bad file stops the start with one line per problem, naming the resource and the field', async (t) => {
+  const path = await resourcesFile(t, {
+    tasks: { fields: { type: 'object', properties: { at: { type: 'string', format: 'ipv4' } } } },
+    notes: { fields: { type: 'object', properties: { n: { type: 'integer' } } }, indexes: ['m'] },
+    Bad: { fields: { type: 'object', properties: {} } },
+    extra: { fields: { type: 'object', properties: {} }, colour: 'red' },
+    guarded: { fields: { type: 'object', properties: {} }, guards: { write: 'admins' } }
+  })
+  const error = t.throws(() => loadConfig({ RESOURCES_FILE: path })) as Error & { code: string }
+  t.equal(error.code, 'PLINTH_INVALID_CONFIG')
+  t.same(error.message.split('\n'), [
+    `RESOURCES_FILE ${path}: tasks: field "at": format ipv4 is not supported`,
+    `RESOURCES_FILE ${path}: notes: indexes names "m", which is not a field`,
+    `RESOURCES_FILE ${path}: Bad: a resource name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters`,
+    `RESOURCES_FILE ${path}: extra.colour: unexpected property`,
+    `RESOURCES_FILE ${path}: guarded.guards.write: expected union value`
+  ])
+  t.throws(() => loadConfig({ RESOURCES_FILE: '/nonexistent/resources.json' }), { message: /^RESOURCES_FILE \/nonexistent\/resources.json: ENOENT/ })
+  const truncated = await resourcesFile(t, '{ "tasks": ')
+  t.throws(() => loadConfig({ RESOURCES_FILE: truncated }), { message: /^RESOURCES_FILE .*: .*JSON/ })
+  const tasks = await resourcesFile(t, TASKS_JSON)
+  t.throws(() => loadConfig({ RESOURCES_FILE: tasks, RESOURCES: 'records,tasks' }), {
+    message: '"tasks" is both in RESOURCES and in RESOURCES_FILE; keep one'
+  })
+})
+
+t.test('a guard in the file is public, authenticated, superuser or a list of scopes', async (t) => {
+  const fields = { type: 'object', properties: { n: { type: 'integer' } } }
+  const app = await build(t, {
+    RESOURCES_FILE: await resourcesFile(t, {
+      open: { fields, guards: { read: 'public', write: 'public' } },
+      admin: { fields, guards: { read: 'superuser' } },
+      scoped: { fields, guards: { write: { scopes: ['scoped:write'] } } }
+    })
+  })
+  const { session } = await newAccount(app)
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/open/', payload: { n: 1 } })).statusCode, 201)
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/admin/', headers: session.headers })).statusCode, 403)
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/admin/', payload: { n: 1 } })).statusCode, 201, 'only reads were guarded')
+  const refused = await app.inject({ method: 'POST', url: '/api/v1/scoped/', headers: session.headers, payload: { n: 1 } })
+  t.equal(refused.json().code, 'AUTH_INSUFFICIENT_SCOPE')
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/scoped/' })).statusCode, 200)
+  const list = await resourcesFile(t, [])
+  t.throws(() => loadConfig({ RESOURCES_FILE: list }), { message: `RESOURCES_FILE ${list}: must be a JSON object of resources by name, such as { "tasks": { "fields": { ... } } }` })
+})
+
+t.test('the real server serves a RESOURCES_FILE resource', async (t) => {
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'file-test', RESOURCES_FILE: await resourcesFile(t, TASKS_JSON) })
+  const base = await server.listening
+  t.equal((await httpRequest(base, '/api/v1/tasks/', { json: { title: 'x' } })).status, 401)
+  const document = await httpRequest(base, '/docs/json')
+  t.ok(document.json.components.schemas.TasksRecord.properties.due)
+  server.child.kill('SIGTERM')
+  t.same(await server.exited, [0, null])
+})
