@@ -44,10 +44,10 @@ const commands: Record<string, Command> = {
   },
   migrate: {
     synopsis: '',
-    summary: 'apply the migrations, create the RESOURCES tables, exit',
-    description: 'Applies the migrations not yet applied, creates the tables of RESOURCES, prints what it did\n' +
-      'and exits.',
-    notes: 'Environment: DATABASE_URL, RESOURCES.',
+    summary: 'apply the migrations, create or update the resource tables, exit',
+    description: 'Applies the migrations not yet applied, creates the tables of RESOURCES, creates or adds\n' +
+      'the new fields of the RESOURCES_FILE tables, prints what it did and exits.',
+    notes: 'Environment: DATABASE_URL, RESOURCES, RESOURCES_FILE.',
     options: {},
     run: runMigrate
   },
@@ -68,7 +68,7 @@ const commands: Record<string, Command> = {
     summary: 'print the OpenAPI 3.1 document as JSON, without a database',
     description: 'Prints the OpenAPI 3.1 document the server serves at /docs/json, as JSON on stdout. It opens\n' +
       'no database.',
-    notes: 'Environment: RESOURCES, and the limits the document states (DEFAULT_PAGE_LIMIT,\n' +
+    notes: 'Environment: RESOURCES, RESOURCES_FILE, and the limits the document states (DEFAULT_PAGE_LIMIT,\n' +
       'MAX_PAGE_LIMIT, PASSWORD_MIN_LENGTH...).',
     options: {},
     run: printOpenapi

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import t from 'tap'
 import { buildResources } from '../../support/resources.js'
 import { JSON_TYPE, PROBLEM_TYPE } from '../../support/responses.js'
@@ -117,4 +118,39 @@ t.test('the OpenAPI document has the row, the bodies and every filter as a param
   t.notOk(names.includes('done[gt]'), 'a boolean has no order filters')
   t.ok(document.paths['/api/v1/tasks/{tasks_id}'].put)
   t.ok(document.paths['/api/v1/tasks/{tasks_id}'].patch)
+})
+
+t.test('string formats, patterns and array bounds are checked at the door, and nullable enums take null', async (t) => {
+  const contacts = await buildResources(t, [{
+    name: 'contacts',
+    fields: Type.Object({
+      email: Type.String({ format: 'email' }),
+      site: Type.Optional(Type.String({ format: 'uri' })),
+      ref: Type.Optional(Type.String({ format: 'uuid' })),
+      code: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$' })),
+      kind: Type.Optional(Type.Union([Type.Literal('person'), Type.Literal('company'), Type.Null()])),
+      labels: Type.Optional(Type.Array(Type.String({ enum: ['a', 'b'] }), { minItems: 1, uniqueItems: true }))
+    })
+  }])
+  const post = (payload: Record<string, unknown>) => contacts.inject({ method: 'POST', url: '/api/v1/contacts/', payload })
+  const good = { email: 'ada@example.com', site: 'https://example.com/x', ref: '0b7e2b0e-5f7a-4c1e-9d3a-2f1e6c7b8a90', code: 'ABC', kind: null, labels: ['a', 'b'] }
+  const created = await post(good)
+  t.equal(created.statusCode, 201)
+  t.match(created.json(), good)
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ email: 'not-an-email' }, '/body/email'],
+    [{ ...good, site: 'not a uri' }, '/body/site'],
+    [{ ...good, ref: '1234' }, '/body/ref'],
+    [{ ...good, code: 'abc' }, '/body/code'],
+    [{ ...good, code: 'AB\u0000' }, '/body/code'],
+    [{ ...good, kind: 'robot' }, '/body/kind'],
+    [{ ...good, labels: [] }, '/body/labels'],
+    [{ ...good, labels: ['a', 'a'] }, '/body/labels'],
+    [{ ...good, labels: ['c'] }, '/body/labels/0']
+  ]
+  for (const [payload, path] of cases) {
+    const res = await post(payload)
+    t.equal(res.statusCode, 422, JSON.stringify(payload).slice(0, 70))
+    t.equal(res.json().errors[0].path, path)
+  }
 })

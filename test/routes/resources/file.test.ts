@@ -1,8 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../../config.js'
+import { connect } from '../../../db/client.js'
+import { migrate } from '../../../db/migrate.js'
 import { build, newAccount } from '../../support/app.js'
+import { TEST_DATABASE_URL, freshPostgresUrl } from '../../support/database.js'
 import { httpRequest } from '../../support/http.js'
 import { startServer } from '../../support/server-process.js'
 
@@ -89,6 +93,24 @@ t.test('a guard in the file is public, authenticated, superuser or a list of sco
   t.equal((await app.inject({ method: 'GET', url: '/api/v1/scoped/' })).statusCode, 200)
   const list = await resourcesFile(t, [])
   t.throws(() => loadConfig({ RESOURCES_FILE: list }), { message: `RESOURCES_FILE ${list}: must be a JSON object of resources by name, such as { "tasks": { "fields": { ... } } }` })
+})
+
+t.test('plinth migrate creates a file resource\'s table, adds new fields, and refuses to lose one', async (t) => {
+  const url = TEST_DATABASE_URL ? await freshPostgresUrl(t) : `pglite://${await mkdtemp('/tmp/plinth-migrate-')}/data`
+  if (!TEST_DATABASE_URL) t.teardown(() => rm(url.slice('pglite://'.length, -'/data'.length), { recursive: true, force: true }))
+  const version = (properties: Record<string, unknown>) => resourcesFile(t, { notes: { fields: { type: 'object', required: ['title'], properties } } })
+  const title = { type: 'string', minLength: 1 }
+
+  const first = await migrate(loadConfig({ DATABASE_URL: url, RESOURCES: 'records', RESOURCES_FILE: await version({ title }) }))
+  t.match(first, /^migrations applied, resource tables ready: records, notes \((pglite|postgres)\)$/)
+  await migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ title, due: { type: 'string', format: 'date' } }) }))
+  const client = await connect(url)
+  t.teardown(() => client.close())
+  const columns = await client.db.execute(sql`select column_name as name from information_schema.columns where table_name = 'notes' order by ordinal_position`) as unknown as Array<{ name: string }>
+  t.same((Array.isArray(columns) ? columns : (columns as { rows: Array<{ name: string }> }).rows).map((column) => column.name), ['id', 'created_at', 'updated_at', 'title', 'due'], 'the new field is a new column')
+  await t.rejects(migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ due: { type: 'string', format: 'date' } }) })), {
+    code: 'RESOURCE_TABLE_INVALID', message: /field "title" was removed/
+  })
 })
 
 t.test('the real server serves a RESOURCES_FILE resource', async (t) => {
