@@ -1,13 +1,21 @@
-import { buildApp } from '../app.js'
+import { API_PREFIX, buildApp } from '../app.js'
+import resourcePlugin from '../routes/resources/index.js'
 import { seedItems } from './seed-items.js'
+import { seedTasks } from './seed-tasks.js'
 import { main } from './child.js'
+import { TASK_INDEXES, TASKS_TABLE, TaskFields } from './tasks.js'
 
 // bench/run.js always sets BENCH_DATABASE_URL for this child.
 main(async () => {
   const app = await buildApp({ DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'memory://', LOG_LEVEL: 'silent' }, { logger: false })
+  // A resource defined by its fields, next to the records one, so the two compare in one run.
+  await app.register(resourcePlugin, { prefix: API_PREFIX, name: TASKS_TABLE, fields: TaskFields, indexes: TASK_INDEXES })
   // An in-memory PGlite can only be filled from inside this process: one INSERT ... SELECT here
   // instead of ten thousand POSTs over HTTP (which took most of a --quick run).
   const seed = Number(process.env.BENCH_SEED_ITEMS ?? 0)
   if (seed > 0) await seedItems(app.plinthDb.db, seed)
+  // The awaited register above has created the tasks table by now.
+  const tasks = Number(process.env.BENCH_SEED_TASKS ?? 0)
+  if (tasks > 0) await seedTasks(app.plinthDb.db, tasks)
   return app
 })

@@ -118,8 +118,10 @@ async function main () {
     notes.push(`PGlite start to healthy on an existing folder: ${startup.healthyMs.toFixed(0)} ms (first start with migrations ${startup.firstMs.toFixed(0)} ms), RSS ${mb(startup.rss)} MB`)
     const [bare, app] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
-      // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k.
-      startServer('app', 'app-server', pinning, { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000' })
+      // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
+      startServer('app', 'app-server', pinning, {
+        BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000'
+      })
     ])
     const rows: Row[] = []
     const baseline: Measured[] = []

@@ -3,11 +3,13 @@ import { call, times } from './http.js'
 import type { Scenario } from './scenario.js'
 import { authScenarios } from './scenarios-auth.js'
 import { resizeItems } from './seed-items.js'
+import { resizeTasks } from './seed-tasks.js'
 
 export type { Scenario } from './scenario.js'
 
 const ITEMS = '/api/v1/items'
 const RECORDS = '/api/v1/records'
+const TASKS = '/api/v1/tasks'
 // The same variable bench/run.ts hands to the app server.
 const database = process.env.BENCH_DATABASE_URL || 'memory://'
 export const onPostgres = /^postgres(ql)?:\/\//.test(database)
@@ -61,6 +63,32 @@ function randomIds (prefix: string, ids: number[]) {
   if (!ids.length) throw new Error(`no ids to request under ${prefix}`)
   return randomGets(ids.map((id) => `${prefix}/${id}`))
 }
+
+/**
+ * Brings the tasks table to `count` rows on PostgreSQL (one INSERT ... SELECT). An in-memory PGlite
+ * holds the 10,000 the app seeded at boot, which the scenarios before task-post leave as they are.
+ */
+async function tasksOf (count: number) {
+  if (!onPostgres) return
+  const { before, ms } = await resizeTasks(database, count)
+  console.error(`tasks: ${before} -> ${count} (${(ms / 1000).toFixed(1)} s)`)
+}
+
+/** Up to `count` ids of existing tasks, walked by id filter (the table may have gaps). */
+async function taskIds (baseUrl: string, count: number) {
+  const ids: number[] = []
+  while (ids.length < count) {
+    const page = await call<Array<{ id: number }>>(baseUrl, `${TASKS}/?limit=100&id[gt]=${ids.at(-1) ?? 0}`)
+    if (!page.length) break
+    ids.push(...page.map((task) => task.id))
+  }
+  return ids
+}
+
+// Open tasks by priority, highest first: a filter and a sort on a table's own fields.
+const TASK_LIST = `${TASKS}/?status=open&sort=-priority&limit=20`
+// Every field given, as record-post gives both of its own.
+const TASK_BODY = { title: 'bench task', status: 'doing', priority: 4, estimate: 2.5, due: '2025-06-30', remind_at: '2025-06-29T09:00:00.000Z', done: false, tags: ['bench', 'work'] }
 
 const MILLION = 1_000_000
 // --quick is a smoke test: every scenario must answer, not measure, and seeding 1M takes ~35 s.
@@ -160,6 +188,33 @@ const everyScenario: Scenario[] = [
     method: 'POST',
     path: `${RECORDS}/`,
     body: { title: 'bench record', description: 'created by npm run bench' }
+  },
+  {
+    name: 'task-get',
+    path: TASKS,
+    setup: async (baseUrl) => {
+      await tasksOf(10_000)
+      return { perConnection: randomIds(TASKS, await taskIds(baseUrl, 10_000)) }
+    }
+  },
+  {
+    name: 'tasks-list-10k',
+    path: TASK_LIST,
+    setup: async () => { await tasksOf(10_000) }
+  },
+  {
+    name: 'tasks-list-1m',
+    path: TASK_LIST,
+    postgresOnly: true,
+    setup: async (_, { quick }) => { await tasksOf(large(quick)) }
+  },
+  {
+    // Into the 10k table again, as record-post writes into a small one: the write path, not the table's size.
+    name: 'task-post',
+    method: 'POST',
+    path: `${TASKS}/`,
+    body: TASK_BODY,
+    setup: async () => { await tasksOf(10_000) }
   },
   ...authScenarios
 ]

@@ -22,7 +22,7 @@ export interface SortKey {
 
 export interface ListRequest {
   filters: Filter[]
-  /** Ties are broken by id, appended ascending unless the sort names it. */
+  /** Ties are broken by id, in the direction of the last key (an index on (key, id) then serves both), unless the sort names it. */
   sort: SortKey[]
   limit: number
   /** Rows to skip: from the start, or after the cursor's row. */
@@ -203,7 +203,7 @@ export function createFieldLister<T extends PgTable> (db: Database, table: T, co
       keys.push(keyOf(column, descending))
       if (column === 'id') return keys
     }
-    return [...keys, keyOf('id', false)]
+    return [...keys, keyOf('id', keys.at(-1)?.descending ?? false)]
   }
 
   const fingerprintOf = (keys: Key[]) => createHash('sha256')

@@ -218,13 +218,13 @@ t.test('what the route refuses first is a programming error here, not SQL', asyn
 const asc = (column: string): SortKey => ({ column, descending: false })
 const desc = (column: string): SortKey => ({ column, descending: true })
 
-t.test('sorts: NULLS LAST ascending, NULLS FIRST descending, ties broken by id', async (t) => {
+t.test('sorts: NULLS LAST ascending, NULLS FIRST descending, ties broken by id in the last key\'s direction', async (t) => {
   t.same(await listIds({ sort: [asc('size')] }), [1, 2, 5, 3, 7, 6, 4, 8])
-  t.same(await listIds({ sort: [desc('size')] }), [4, 8, 6, 7, 3, 2, 5, 1])
+  t.same(await listIds({ sort: [desc('size')] }), [8, 4, 6, 7, 3, 5, 2, 1])
   t.same(await listIds({ sort: [desc('size'), desc('id')] }), [8, 4, 6, 7, 3, 5, 2, 1])
   t.same(await listIds({ sort: [desc('active'), asc('weight')] }), [7, 3, 4, 6, 1, 2, 5, 8])
   t.same(await listIds({ sort: [asc('born_on'), desc('name')] }), [4, 1, 5, 2, 6, 7, 8, 3])
-  t.same(await listIds({ sort: [desc('seen_at')] }), [3, 8, 7, 6, 2, 5, 1, 4])
+  t.same(await listIds({ sort: [desc('seen_at')] }), [8, 3, 7, 6, 5, 2, 1, 4])
   t.same(await listIds({ sort: [desc('id'), asc('size')] }), [8, 7, 6, 5, 4, 3, 2, 1], 'nothing after id matters')
   t.same(await listIds({ sort: [asc('size'), desc('size')] }), [1, 2, 5, 3, 7, 6, 4, 8], 'a repeated key is ignored')
   t.same(await listIds({ sort: [asc('note')], filters: [{ column: 'note', op: 'contains', value: '100' }] }), [6, 2])
@@ -264,8 +264,8 @@ t.test('cursor positions on null values', async (t) => {
   }
   t.same(await listIds({ sort: [asc('size')], cursor: await position([asc('size')], [null, 3]) }), [4, 8])
   t.same(await listIds({ sort: [asc('size')], cursor: await position([asc('size')], [null, 4]) }), [8])
-  t.same(await listIds({ sort: [desc('size')], cursor: await position([desc('size')], [null, 4]) }), [8, 6, 7, 3, 2, 5, 1])
-  t.same(await listIds({ sort: [desc('size')], cursor: await position([desc('size')], [null, 8]) }), [6, 7, 3, 2, 5, 1])
+  t.same(await listIds({ sort: [desc('size')], cursor: await position([desc('size')], [null, 4]) }), [6, 7, 3, 5, 2, 1])
+  t.same(await listIds({ sort: [desc('size')], cursor: await position([desc('size')], [null, 8]) }), [4, 6, 7, 3, 5, 2, 1])
   t.same(await listIds({ sort: [asc('size')], cursor: await position([asc('size')], [2, 2]) }), [5, 3, 7, 6, 4, 8])
   t.same(await listIds({ sort: [asc('size')], cursor: await position([asc('size')], [2, 9]) }), [3, 7, 6, 4, 8], 'after the last of a tie')
   t.same(await listIds({ sort: [asc('size')], cursor: await position([asc('size')], [null, null]) }), [], 'nothing follows the last possible position')
@@ -358,7 +358,7 @@ function compareValues (x: Scalar, y: Scalar): number {
 }
 
 function compareBy (sort: SortKey[]) {
-  const keys = sort.some((key) => key.column === 'id') ? sort : [...sort, asc('id')]
+  const keys = sort.some((key) => key.column === 'id') ? sort : [...sort, { column: 'id', descending: sort.at(-1)?.descending ?? false }]
   return (a: Thing, b: Thing) => {
     for (const { column, descending } of keys) {
       const order = compareValues(a[column as keyof Thing] as Scalar, b[column as keyof Thing] as Scalar)
@@ -410,7 +410,7 @@ t.test('NaN and the infinities survive the cursor', async (t) => {
     (1, 'a', 'NaN'), (1, 'b', 'Infinity'), (1, 'c', '-Infinity'), (1, 'd', 1), (1, 'e', null), (1, 'f', 'NaN')`)
   const expected = [3, 4, 2, 1, 6, 5]
   t.same(idsOf(await walk(specials.list, { sort: [asc('weight')], limit: 1 })), expected)
-  t.same(idsOf(await walk(specials.list, { sort: [desc('weight')], limit: 2 })), [5, 1, 6, 2, 4, 3])
+  t.same(idsOf(await walk(specials.list, { sort: [desc('weight')], limit: 2 })), [5, 6, 1, 2, 4, 3])
   t.same(idsOf(await walk(specials.list, { sort: [asc('weight')], limit: 1, filters: [{ column: 'weight', op: 'gt', value: 0 }] })), [4, 2, 1, 6])
 })
 
@@ -479,14 +479,14 @@ t.test('the common case by id is one index range; a mixed sort expands to the or
   await list(request({ limit: 2, ownerId: 1, cursor: first.next }))
   const byTime = await list(request({ limit: 2, sort: [asc('created_at')] }))
   await list(request({ limit: 2, sort: [asc('created_at')], cursor: byTime.next }))
-  const mixed = await list(request({ limit: 2, sort: [desc('size')] }))
-  await list(request({ limit: 2, sort: [desc('size')], cursor: mixed.next }))
+  const mixed = await list(request({ limit: 2, sort: [desc('size'), asc('id')] }))
+  await list(request({ limit: 2, sort: [desc('size'), asc('id')], cursor: mixed.next }))
   const where = (query: string) => query.slice(query.indexOf(' where ') + 1, query.indexOf(' order by '))
   t.notMatch(recorder.queries[0], / where .* or /)
   t.equal(where(recorder.queries[1]!), 'where ("things"."owner_id" = $1 and ("things"."id") > ($2))')
   t.equal(where(recorder.queries[3]!), 'where ("things"."created_at", "things"."id") > ($1, $2)')
   t.equal(where(recorder.queries[5]!), 'where ("things"."size" is not null or ("things"."size" is null and "things"."id" > $1))')
-  const page = await list(request({ limit: 3, sort: [desc('size')], cursor: (await list(request({ limit: 3, sort: [desc('size')] }))).next }))
+  const page = await list(request({ limit: 3, sort: [desc('size'), asc('id')], cursor: (await list(request({ limit: 3, sort: [desc('size'), asc('id')] }))).next }))
   t.same(idsOf(page.rows), [7, 3, 2])
   t.equal(where(recorder.queries[7]!), 'where ("things"."size" < $1 or ("things"."size" = $2 and "things"."id" > $3))')
 })

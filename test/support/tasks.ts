@@ -1,16 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import type { App } from '../../app.js'
+import { TaskFields as BenchTaskFields } from '../../bench/tasks.js'
 
-/** A schema resource with one field of each kind: the reference "tasks" of the docs. */
+/** A schema resource with one field of each kind: the reference "tasks" of the docs, the bench's plus an object. */
 export const TaskFields = Type.Object({
-  title: Type.String({ minLength: 1, maxLength: 200 }),
-  status: Type.Union([Type.Literal('open'), Type.Literal('doing'), Type.Literal('done')], { default: 'open' }),
-  priority: Type.Integer({ minimum: 1, maximum: 5, default: 3 }),
-  estimate: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
-  due: Type.Optional(Type.String({ format: 'date' })),
-  remind_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
-  done: Type.Boolean({ default: false }),
-  tags: Type.Array(Type.String({ maxLength: 30 }), { default: [], maxItems: 10 }),
+  ...BenchTaskFields.properties,
   meta: Type.Optional(Type.Object({ source: Type.String() }))
 })
 
