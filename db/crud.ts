@@ -6,6 +6,11 @@ import { sqlState } from './errors.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
 
+interface Runnable { execute (values: Record<string, unknown>): Promise<unknown> }
+
+/** Prepared statements per table and kind, at most: shapes beyond run unprepared. */
+const MAX_SHAPES = 64
+
 export interface Page {
   offset: number
   limit: number
@@ -53,7 +58,7 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
   }
 
   const tableColumns = getTableColumns(table)
-  const updates = new Map<string, { execute (values: Record<string, unknown>): Promise<unknown> }>()
+  const updates = new Map<string, Runnable>()
 
   const lookups = batched<number, Row | null>(async (ids) => {
     const rows = await prepared.getMany.execute({ ids }) as Row[]
@@ -63,10 +68,34 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
 
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
     await exec.insert(table).values(rows).returning() as Row[]
+
+  // A batch whose rows send the same columns is prepared once per shape: building a wide multi-row
+  // INSERT cost more than running it. A null goes in the statement, not through a column's encoder.
+  const insertStatements = new Map<string, Runnable>()
+  async function insertBatch (rows: Array<InferInsertModel<T>>): Promise<Row[]> {
+    const shapes = rows.map((row) => Object.keys(row).filter((key) => key in tableColumns && (row as Record<string, unknown>)[key] !== undefined)
+      .map((key) => (row as Record<string, unknown>)[key] === null ? `${key}=null` : key).sort().join(','))
+    if (shapes.some((shape) => shape !== shapes[0])) return insert(rows, db)
+    const shape = `${rows.length}:${shapes[0]!}`
+    let statement = insertStatements.get(shape)
+    if (!statement) {
+      if (insertStatements.size >= MAX_SHAPES) return insert(rows, db)
+      const keys = shapes[0]!.split(',').filter(Boolean)
+      const values = rows.map((_, i) => Object.fromEntries(keys.map((key) => key.endsWith('=null')
+        ? [key.slice(0, -5), sql`null`]
+        : [key, sql.placeholder(`${i}.${key}`)])))
+      insertStatements.set(shape, statement = db.insert(table).values(values as never).returning().prepare(`${name}_insert_${insertStatements.size}`))
+    }
+    const params: Record<string, unknown> = {}
+    rows.forEach((row, i) => {
+      for (const [key, value] of Object.entries(row)) if (value !== null && value !== undefined) params[`${i}.${key}`] = value
+    })
+    return await statement.execute(params) as Row[]
+  }
   const inserts = batched<InferInsertModel<T>, Row>(async (batch) => {
     let rows: Row[]
     try {
-      rows = await insert([...batch], db)
+      rows = await insertBatch([...batch])
     } catch (err) {
       // A refused row (SQLSTATE class 22 or 23) fails the whole statement, which wrote nothing: each row is
       // then tried alone, so only the offending ones fail. Any other error is every row's answer.

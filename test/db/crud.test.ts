@@ -46,6 +46,28 @@ t.test('concurrent creates share one INSERT, and each gets back its own row', as
   for (const row of made) t.same(await repo.get(row.id), row, `${row.name} is stored as returned`)
 })
 
+t.test('a batch of mixed shapes, nulls and timestamps stores each row as sent, prepared or not', async (t) => {
+  const counted = countingDatabase(client)
+  const countedRepo = createRepository(counted.db, items)
+  const when = new Date('2026-01-02T03:04:05.678Z')
+  const sent = [
+    { name: 'plain', price: 1 },
+    { name: 'described', price: 2, description: 'text' },
+    { name: 'cleared', price: 3, description: null, in_stock: false },
+    { name: 'dated', price: 4, created_at: when }
+  ]
+  for (let round = 0; round < 3; round++) {
+    const same = await Promise.all([sent[2]!, sent[2]!].map((row) => countedRepo.create(row)))
+    t.same(same.map((row) => [row.description, row.in_stock]), [[null, false], [null, false]], 'one shape with a null, twice')
+    const mixed = await Promise.all(sent.map((row) => countedRepo.create(row)))
+    t.same(mixed.map((row) => [row.name, row.price, row.description, row.in_stock]), [
+      ['plain', 1, null, true], ['described', 2, 'text', true], ['cleared', 3, null, false], ['dated', 4, null, true]
+    ])
+    t.same(mixed[3]!.created_at, when, 'a Date goes through its column\'s encoder')
+  }
+  t.equal(counted.queries(), 6, 'one statement per batch')
+})
+
 t.test('a refused row in a batch fails alone; the others are stored', async (t) => {
   const before = await repo.count()
   const results = await Promise.allSettled([
