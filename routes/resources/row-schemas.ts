@@ -1,11 +1,12 @@
 import { Type, type TInteger, type TObject, type TSchema } from '@sinclair/typebox'
 import { OPERATORS, type FilterOp } from '../../db/field-lists.js'
 import { Id, PG_INT_MAX, TEXT_PATTERN, ref } from '../../schemas/common.js'
-import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { createBodySchema, patchBodySchema, rowSchema, type Field, type FieldKind } from '../../schemas/fields.js'
 import { pageQuery } from '../../schemas/page.js'
 import { pascalName } from '../../schemas/record.js'
 import type { ResolvedResourceOptions } from './options.js'
+import { resourceOperation } from './schemas.js'
 
 /** A column a list can filter on: the fields, and the server's own columns. */
 export interface Column {
@@ -84,8 +85,7 @@ function listQuery ({ defaultLimit, maxLimit }: ResolvedResourceOptions, columns
 /** Route schemas of a resource defined by its fields, derived from them. */
 export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] }) {
   const { name, fields, owner, guards } = opts
-  const stem = pascalName(name)
-  const tags = [name]
+  const operation = resourceOperation(name)
   const record = rowSchema(name, fields, { owner })
   const columns = [...serverColumns(owner), ...fields]
   const param = `${name}_id`
@@ -99,50 +99,32 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
     record,
     param,
     columns,
-    list: guarded({
-      operationId: `list${stem}`,
-      summary: `List ${name}, filtered and sorted`,
+    list: operation('list', `List ${name}, filtered and sorted`, {
       description: 'A bare JSON array. Filters: `?field=value`, or `?field[op]=value` with op one of ' +
         'ne, lt, lte, gt, gte, in, contains, is, as each field allows. A `Link: <...>; rel="next"` header points at the next page ' +
         'while rows remain; `count=exact` adds the number of matching rows in `X-Total-Count`.',
-      tags,
       querystring: listQuery(opts, columns, fields),
       response: { 200: Type.Array(ref(record)), ...problemResponses(422, 503) }
     }, read),
-    create: guarded({
-      operationId: `create${stem}`,
-      summary: `Create a row of ${name}`,
-      tags,
+    create: operation('create', `Create a row of ${name}`, {
       body,
       response: { 201: ref(record), ...problemResponses(400, 422, 503) }
     }, write),
-    get: guarded({
-      operationId: `get${stem}`,
-      summary: `Read one row of ${name}`,
-      tags,
+    get: operation('get', `Read one row of ${name}`, {
       params,
       response: { 200: ref(record), ...problemResponses(missing, 422, 503) }
     }, read),
-    replace: guarded({
-      operationId: `replace${stem}`,
-      summary: `Replace one row of ${name}: a field left out takes its default, or no value`,
-      tags,
+    replace: operation('replace', `Replace one row of ${name}: a field left out takes its default, or no value`, {
       params,
-      body: Type.Object(body.properties, { additionalProperties: false, title: `${stem}Replace` }),
+      body: Type.Object(body.properties, { additionalProperties: false, title: `${pascalName(name)}Replace` }),
       response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
     }, write),
-    update: guarded({
-      operationId: `update${stem}`,
-      summary: `Change the fields sent, and only those, of one row of ${name}`,
-      tags,
+    update: operation('update', `Change the fields sent, and only those, of one row of ${name}`, {
       params,
       body: patchBodySchema(name, fields),
       response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
     }, write),
-    delete: guarded({
-      operationId: `delete${stem}`,
-      summary: `Delete one row of ${name}`,
-      tags,
+    delete: operation('delete', `Delete one row of ${name}`, {
       params,
       response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 422, 503) }
     }, write)

@@ -10,9 +10,15 @@ function listQuery (defaultLimit: number, maxLimit: number) {
   return Type.Object(pageQuery({ defaultLimit, maxLimit, offset: 'Records to skip, by id order' }), { additionalProperties: false })
 }
 
-export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: ResolvedResourceOptions) {
+/** A route of the resource `name`: its operationId (`createNotes`), its tag, and a guard's scheme and statuses. */
+export function resourceOperation (name: string) {
   const stem = pascalName(name)
-  const tags = [name]
+  return <T extends { response: object }>(verb: string, summary: string, schema: T, guard: unknown) =>
+    guarded({ operationId: `${verb}${stem}`, summary, tags: [name], ...schema }, guard)
+}
+
+export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: ResolvedResourceOptions) {
+  const operation = resourceOperation(name)
   const record = recordSchema(name)
   const param = `${name}_id`
   const params = Type.Object({ [param]: Id({ description: `The id of a record of ${name}` }) }) as TObject<Record<string, TInteger>>
@@ -21,40 +27,25 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: Resol
   return {
     record,
     param,
-    list: guarded({
-      operationId: `list${stem}`,
-      summary: `List ${name} by id: ${defaultLimit} per page unless limit says otherwise, at most ${maxLimit}`,
+    list: operation('list', `List ${name} by id: ${defaultLimit} per page unless limit says otherwise, at most ${maxLimit}`, {
       description: 'A bare JSON array. When more records follow, a `Link: <...>; rel="next"` header points at the next page.',
-      tags,
       querystring: listQuery(defaultLimit, maxLimit),
       response: { 200: Type.Array(ref(record)), ...problemResponses(422, 503) }
     }, guards.read),
-    create: guarded({
-      operationId: `create${stem}`,
-      summary: `Create a record in ${name}`,
-      tags,
+    create: operation('create', `Create a record in ${name}`, {
       body: RecordCreateSchema,
       response: { 201: ref(record), ...problemResponses(400, 422, 503) }
     }, guards.write),
-    get: guarded({
-      operationId: `get${stem}`,
-      summary: `Read one record of ${name}`,
-      tags,
+    get: operation('get', `Read one record of ${name}`, {
       params,
       response: { 200: ref(record), ...problemResponses(missing, 422, 503) }
     }, guards.read),
-    update: guarded({
-      operationId: `update${stem}`,
-      summary: `Change the fields sent, and only those, of one record of ${name}`,
-      tags,
+    update: operation('update', `Change the fields sent, and only those, of one record of ${name}`, {
       params,
       body: RecordUpdateSchema,
       response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
     }, guards.write),
-    delete: guarded({
-      operationId: `delete${stem}`,
-      summary: `Delete one record of ${name}`,
-      tags,
+    delete: operation('delete', `Delete one record of ${name}`, {
       params,
       response: { 204: deleted, ...problemResponses(missing, 422, 503) }
     }, guards.write)
