@@ -1,4 +1,4 @@
-import { asc, count, eq, getTableColumns, getTableName, gt, sql, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
+import { asc, count, eq, getTableColumns, getTableName, gt, sql, type InferInsertModel, type InferSelectModel, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from './batch.js'
 import type { Database } from './client.js'
@@ -32,23 +32,32 @@ export function definedOnly<T extends object> (values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
-/** Prepared reads (the query builder is costly on a hot route); outside a transaction, `get` and `create` batch per event-loop turn. */
-export function createRepository<T extends TableWithId> (db: Database, table: T):
-Repository<InferSelectModel<T>, InferInsertModel<T>> {
-  type Row = InferSelectModel<T>
+/** What a repository reads and returns of a row: an `id`, and any columns or SQL expressions. */
+export type Selection = { id: PgColumn } & Record<string, PgColumn | SQL>
+
+/**
+ * Prepared reads (the query builder is costly on a hot route); outside a transaction, `get` and `create` batch per
+ * event-loop turn. Rows are whole, or what `selection` picks, on reads and writes alike.
+ */
+export function createRepository<T extends TableWithId, Row extends object = InferSelectModel<T>> (db: Database, table: T, selection?: Selection):
+Repository<Row, InferInsertModel<T>> {
   const name = getTableName(table)
+  const idOf = (row: Row) => (row as { id: number }).id
+  const select = (exec: Database) => selection ? exec.select(selection) : exec.select()
+  const returning = <Q extends { returning (fields?: Selection): unknown }>(query: Q) =>
+    (selection ? query.returning(selection) : query.returning()) as ReturnType<Q['returning']>
 
   const selectById = (exec: Database) =>
-    exec.select().from(table as PgTable).where(eq(table.id, sql.placeholder('id'))).limit(1)
+    select(exec).from(table as PgTable).where(eq(table.id, sql.placeholder('id'))).limit(1)
   const selectPage = (exec: Database) =>
-    exec.select().from(table as PgTable).orderBy(asc(table.id))
+    select(exec).from(table as PgTable).orderBy(asc(table.id))
       .limit(sql.placeholder('limit')).offset(sql.placeholder('offset'))
   const selectAfter = (exec: Database) =>
-    exec.select().from(table as PgTable).where(gt(table.id, sql.placeholder('afterId')))
+    select(exec).from(table as PgTable).where(gt(table.id, sql.placeholder('afterId')))
       .orderBy(asc(table.id)).limit(sql.placeholder('limit'))
   const selectCount = (exec: Database) => exec.select({ total: count() }).from(table as PgTable)
   const selectByIds = (exec: Database) =>
-    exec.select().from(table as PgTable).where(sql`${table.id} = any(${sql.placeholder('ids')}::int[])`)
+    select(exec).from(table as PgTable).where(sql`${table.id} = any(${sql.placeholder('ids')}::int[])`)
 
   const prepared = {
     getMany: selectByIds(db).prepare(`${name}_get_many`),
@@ -62,12 +71,12 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
 
   const lookups = batched<number, Row | null>(async (ids) => {
     const rows = await prepared.getMany.execute({ ids }) as Row[]
-    const byId = new Map(rows.map((row) => [row.id as number, row]))
+    const byId = new Map(rows.map((row) => [idOf(row), row]))
     return ids.map((id) => byId.get(id) ?? null)
   })
 
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
-    await exec.insert(table).values(rows).returning() as Row[]
+    await returning(exec.insert(table).values(rows)) as Row[]
 
   // A batch whose rows send the same columns is prepared once per shape: building a wide multi-row
   // INSERT cost more than running it. A null goes in the statement, not through a column's encoder.
@@ -84,7 +93,7 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       const values = rows.map((_, i) => Object.fromEntries(keys.map((key) => key.endsWith('=null')
         ? [key.slice(0, -5), sql`null`]
         : [key, sql.placeholder(`${i}.${key}`)])))
-      insertStatements.set(shape, statement = db.insert(table).values(values as never).returning().prepare(`${name}_insert_${insertStatements.size}`))
+      insertStatements.set(shape, statement = returning(db.insert(table).values(values as never)).prepare(`${name}_insert_${insertStatements.size}`))
     }
     const params: Record<string, unknown> = {}
     rows.forEach((row, i) => {
@@ -103,7 +112,7 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       return Promise.all(batch.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => e)))
     }
     // Identity values are drawn in VALUES order, so ascending ids are the batch's order.
-    return rows.sort((a, b) => (a.id as number) - (b.id as number))
+    return rows.sort((a, b) => idOf(a) - idOf(b))
   })
 
   return {
@@ -134,10 +143,10 @@ Repository<InferSelectModel<T>, InferInsertModel<T>> {
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
       if (columns.length === 0) return this.get(id, tx)
       // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
-      const build = (exec: Database) => exec.update(table)
+      const build = (exec: Database) => returning(exec.update(table)
         .set(Object.fromEntries(columns.map((column) =>
           [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
-        .where(eq(table.id, sql.placeholder('id'))).returning()
+        .where(eq(table.id, sql.placeholder('id'))))
       const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',')
       // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
       let statement = tx ? build(tx) : updates.get(shape)

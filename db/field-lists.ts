@@ -169,11 +169,13 @@ interface Runnable { execute (values: Record<string, unknown>): Promise<unknown>
 
 /**
  * The list of a table whose columns are named like `columnKinds`' keys (id, created_at... and the fields):
- * filtered, sorted, a page at a time by offset or keyset cursor. Filters and sorts the kinds do not support
- * are programming errors (the route refuses them first); a bad cursor is an InvalidCursorError.
+ * filtered, sorted, a page at a time by offset or keyset cursor. Rows are whole, or what `selection` picks
+ * (the sort's columns are read too, for the cursor). Filters and sorts the kinds do not support are
+ * programming errors (the route refuses them first); a bad cursor is an InvalidCursorError.
  */
-export function createFieldLister<T extends PgTable> (db: Database, table: T, columnKinds: Record<string, FieldKind>): FieldLister<InferSelectModel<T>> {
-  type Row = InferSelectModel<T>
+export function createFieldLister<T extends PgTable, Row extends object = InferSelectModel<T>> (
+  db: Database, table: T, columnKinds: Record<string, FieldKind>, selection?: Record<string, PgColumn | SQL>
+): FieldLister<Row> {
   const name = getTableName(table)
   const columns = getTableColumns(table) as Record<string, PgColumn>
   const kinds: Record<string, FieldKind> = { id: 'integer', ...columnKinds }
@@ -213,7 +215,7 @@ export function createFieldLister<T extends PgTable> (db: Database, table: T, co
   const ownedBy = (owner: number | Placeholder) => eq(columnOf('owner_id').column, owner)
 
   const selectPage = (exec: Database, where: SQL | undefined, keys: Key[], limit: number | Placeholder, offset: number | Placeholder) =>
-    exec.select().from(table as PgTable).where(where)
+    (selection ? exec.select({ ...Object.fromEntries(keys.map((key) => [key.name, key.column])), ...selection }) : exec.select()).from(table as PgTable).where(where)
       .orderBy(...keys.map((key) => key.descending ? desc(key.column) : asc(key.column)))
       .limit(limit).offset(offset)
 

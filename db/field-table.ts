@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
 import {
-  boolean, customType, date, doublePrecision, integer, jsonb, pgTable, text, timestamp, type PgColumnBuilderBase
+  boolean, customType, date, doublePrecision, integer, jsonb, pgTable, text, type PgColumnBuilderBase
 } from 'drizzle-orm/pg-core'
 import { PG_INT_MAX, TEXT_PATTERN } from '../schemas/common.js'
 import type { Field, FieldKind, JsonSchema } from '../schemas/fields.js'
@@ -122,11 +122,21 @@ export function fieldTableDdl (spec: FieldTableSpec): string[] {
   ]
 }
 
-const instant = customType<{ data: Date | string, driverData: string }>({
+/** PostgreSQL's text of an instant as ISO 8601: `2026-11-24 10:00:00.12+00` is `2026-11-24T10:00:00.120Z`. */
+export function isoInstant (text: string | Date): string {
+  if (typeof text !== 'string') return text.toISOString()
+  // The session's time zone is UTC on the usual path; any other text takes the slow, general one.
+  if (text.length >= 22 && text.length <= 26 && text.endsWith('+00') && text[10] === ' ') {
+    return `${text.slice(0, 10)}T${text.slice(11, 19)}.${`${text.slice(20, -3)}000`.slice(0, 3)}Z`
+  }
+  return new Date(text).toISOString()
+}
+
+// The API's own form both ways: ISO strings go in as they are and come back as ISO strings, with no Date between.
+const instant = customType<{ data: string, driverData: string | Date }>({
   dataType: () => 'timestamp(3) with time zone',
-  // ISO strings go through as they are, so callers pass the API's values without converting them.
-  toDriver: (value) => value instanceof Date ? value.toISOString() : value,
-  fromDriver: (value) => new Date(value)
+  toDriver: (value) => (value as unknown) instanceof Date ? (value as unknown as Date).toISOString() : value,
+  fromDriver: isoInstant
 })
 
 const COLUMNS: Record<FieldKind, (name: string) => PgColumnBuilderBase & { notNull (): unknown, default (value: unknown): unknown }> = {
@@ -149,8 +159,8 @@ function fieldColumn (field: Field): PgColumnBuilderBase {
 
 const serverColumns = () => ({
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
-  created_at: timestamp('created_at', { precision: 3, withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-  updated_at: timestamp('updated_at', { precision: 3, withTimezone: true, mode: 'date' }).notNull().defaultNow().$onUpdate(() => sql`now()`)
+  created_at: instant('created_at').notNull().default(sql`now()`),
+  updated_at: instant('updated_at').notNull().default(sql`now()`).$onUpdate(() => sql`now()`)
 })
 
 /** The Drizzle table of a schema resource, for db/crud.ts; fieldTableDdl and ensureFieldTable create it. */

@@ -3,25 +3,19 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { createRepository } from '../../db/crud.js'
 import { InvalidCursorError, createFieldLister } from '../../db/field-lists.js'
 import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
+import { rowJson } from '../../db/row-json.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { addSchemas } from '../../schemas/common.js'
-import { alwaysPresent, type Field } from '../../schemas/fields.js'
 import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
 import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-query.js'
 import type { ResolvedResourceOptions } from './options.js'
 import { rowSchemas } from './row-schemas.js'
 
-type Row = Record<string, unknown> & { id: number, owner_id?: number }
+/** A stored row: its JSON as the API sends it (rowSchema's shape), and the id and owner the routes check. */
+interface Row { id: number, owner_id?: number, json: string }
 
-/** An optional field without default or null is stored as NULL but left out of the row, as its schema says. */
-function presenter (fields: Field[]) {
-  const unset = fields.filter((field) => !alwaysPresent(field)).map((field) => field.name)
-  if (unset.length === 0) return (row: Row) => row
-  return (row: Row) => {
-    for (const name of unset) if (row[name] === null) delete row[name]
-    return row
-  }
-}
+/** Sends JSON text as it is: Fastify serializes only a payload that is not a string already. */
+const sendJson = (reply: FastifyReply, json: string) => reply.type('application/json; charset=utf-8').send(json)
 
 /** The link to the page after this one: the same query, with the cursor in place of any offset. */
 function nextLink (request: FastifyRequest, cursor: string): string {
@@ -41,11 +35,12 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   const db = app.plinthDb.db
   const table = fieldTable(opts.table, fields, { owner })
   if (opts.createTable) await ensureFieldTable(db, { table: opts.table, fields, owner, indexes: opts.indexes })
-  const rows = createRepository(db, table)
+  // PostgreSQL writes each row's JSON: nothing to decode per column, nor to serialize.
+  const selection = { id: table.id, ...(owner ? { owner_id: table.owner_id } : {}), json: rowJson(fields, { owner }) }
+  const rows = createRepository<typeof table, Row>(db, table, selection)
   const schemas = rowSchemas({ ...opts, fields })
-  const list = createFieldLister(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])))
+  const list = createFieldLister<typeof table, Row>(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])), selection)
   const filters = filterParameters(schemas.columns)
-  const present = presenter(fields)
   // In owner mode every route knows its user: the given guards, else authentication alone.
   const guards = owner ? { read: opts.guards.read ?? app.authenticate, write: opts.guards.write ?? app.authenticate } : opts.guards
   const item = `/:${schemas.param}`
@@ -61,7 +56,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   /** The row, or a 404 when it is missing or someone else's: an owner's rows are invisible to others, never forbidden. */
   async function find (request: FastifyRequest): Promise<Row> {
     const id = idOf(request)
-    const row = await rows.get(id) as Row | null
+    const row = await rows.get(id)
     const me = ownerOf(request)
     if (row === null || (me !== undefined && row.owner_id !== me)) throw new RecordNotFound(name, id)
     return row
@@ -70,9 +65,9 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   async function write (request: FastifyRequest, values: Record<string, unknown>) {
     // The owner never changes, so checking it before the write cannot race.
     if (owner) await find(request)
-    const row = await rows.update(idOf(request), values as never) as Row | null
+    const row = await rows.update(idOf(request), values as never)
     if (row === null) throw new RecordNotFound(name, idOf(request))
-    return present(row)
+    return row.json
   }
 
   addSchemas(app, [schemas.record])
@@ -96,7 +91,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
       })
       if (page.next !== undefined) reply.header('link', nextLink(request, page.next))
       if (page.total !== undefined) reply.header('x-total-count', String(page.total))
-      return (page.rows as Row[]).map(present)
+      return sendJson(reply, `[${page.rows.map((row) => row.json).join(',')}]`)
     })
   }
 
@@ -107,24 +102,24 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
         if (request.account === null) throw notAuthenticated()
         values.owner_id = request.account.id
       }
-      return reply.code(201).send(present(await rows.create(values as never) as Row))
+      return sendJson(reply.code(201), (await rows.create(values as never)).json)
     })
   }
 
   if (routes.get) {
-    app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRow (request) {
-      return present(await find(request))
+    app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRow (request, reply) {
+      return sendJson(reply, (await find(request)).json)
     })
   }
 
   if (routes.update) {
-    app.put(item, { schema: schemas.replace, onRequest: guards.write }, async function replaceRow (request) {
+    app.put(item, { schema: schemas.replace, onRequest: guards.write }, async function replaceRow (request, reply) {
       const body = request.body as Record<string, unknown>
       // A full replace: a field left out (its default, if any, is already in the body) has no value.
-      return write(request, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null])))
+      return sendJson(reply, await write(request, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null]))))
     })
-    app.patch(item, { schema: schemas.update, onRequest: guards.write }, async function updateRow (request) {
-      return write(request, request.body as Record<string, unknown>)
+    app.patch(item, { schema: schemas.update, onRequest: guards.write }, async function updateRow (request, reply) {
+      return sendJson(reply, await write(request, request.body as Record<string, unknown>))
     })
   }
 

@@ -7,7 +7,7 @@ import { connect, type Database, type DatabaseClient } from '../../db/client.js'
 import { createRepository, type Repository } from '../../db/crud.js'
 import { sqlState } from '../../db/errors.js'
 import {
-  ensureFieldTable, fieldTable, fieldTableDdl, planFieldTableChanges, type FieldTableDefinition, type FieldTableSpec
+  ensureFieldTable, fieldTable, fieldTableDdl, isoInstant, planFieldTableChanges, type FieldTableDefinition, type FieldTableSpec
 } from '../../db/field-table.js'
 import { ResourceTableError } from '../../db/errors.js'
 import * as schema from '../../db/schema.js'
@@ -37,7 +37,7 @@ const definitionOf = async (table: string) =>
   (await db.select().from(fieldTableDefinitions).where(eq(fieldTableDefinitions.table_name, table)))[0] as
   { definition: FieldTableDefinition, updated_at: Date } | undefined
 
-type Row = Record<string, unknown> & { id: number, created_at: Date, updated_at: Date }
+type Row = Record<string, unknown> & { id: number, created_at: string, updated_at: string }
 
 /** A field table's rows are as dynamic as its fields. */
 const repositoryOf = (table: string, fields: Field[], options: { owner?: boolean } = {}, on: Database = db) =>
@@ -114,7 +114,7 @@ t.test('the DDL makes the columns drizzle-kit makes from fieldTable', async (t) 
   t.same(await columnsOf('ddl_side'), kitColumns)
 })
 
-t.test('every kind round-trips through the repository; timestamps go in as ISO strings or Dates and come back as Dates', async (t) => {
+t.test('every kind round-trips through the repository; timestamps go in as ISO strings or Dates and come back as ISO strings', async (t) => {
   await ensureFieldTable(db, { table: 'kinds', fields: KINDS })
   const table = fieldTable('kinds', KINDS)
   const repo = repositoryOf('kinds', KINDS)
@@ -130,17 +130,17 @@ t.test('every kind round-trips through the repository; timestamps go in as ISO s
     state: 'a\\b'
   }
   const created = await repo.create(values)
-  t.same(created, { ...values, id: created.id, created_at: created.created_at, updated_at: created.updated_at, due: new Date(values.due) })
-  t.ok(created.due instanceof Date, 'a Date')
-  t.equal((created.due as Date).toISOString(), '2024-02-29T23:59:59.123Z', 'the same instant, to the millisecond')
+  t.same(created, { ...values, id: created.id, created_at: created.created_at, updated_at: created.updated_at })
+  t.equal(created.due, '2024-02-29T23:59:59.123Z', 'the same instant, to the millisecond, in the API\'s form')
+  t.match(created.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   t.same(await repo.get(created.id), created, 'read back as written')
 
   const updated = await repo.update(created.id, { due: '2024-03-01T01:59:59.456+02:00', tags: ['z'], meta: { b: [true] }, day: '1999-12-31' })
-  t.equal((updated?.due as Date).toISOString(), '2024-02-29T23:59:59.456Z', 'an offset is the same instant')
+  t.equal(updated?.due, '2024-02-29T23:59:59.456Z', 'an offset is the same instant')
   t.same([updated?.tags, updated?.meta, updated?.day], [['z'], { b: [true] }, '1999-12-31'])
 
   const asDate = await repo.update(created.id, { due: new Date('2000-01-01T00:00:00.007Z') })
-  t.equal((asDate?.due as Date).toISOString(), '2000-01-01T00:00:00.007Z', 'a Date is accepted too')
+  t.equal(asDate?.due, '2000-01-01T00:00:00.007Z', 'a Date is accepted too')
   const cleared = await repo.update(created.id, { due: null, day: null })
   t.same([cleared?.due, cleared?.day], [null, null], 'nulls are stored and read as null')
 
@@ -158,7 +158,20 @@ t.test('defaults apply when a key is absent; an unset optional field is null', a
   const timed = fieldsOf({ at: { type: 'string', format: 'date-time', default: '2020-01-01T00:00:00.000Z' }, on: { type: 'string', format: 'date', default: '2020-02-03' } })
   await ensureFieldTable(db, { table: 'timed_defaults', fields: timed })
   const timedRow = await repositoryOf('timed_defaults', timed).create({})
-  t.same([(timedRow.at as Date).toISOString(), timedRow.on], ['2020-01-01T00:00:00.000Z', '2020-02-03'])
+  t.same([timedRow.at, timedRow.on], ['2020-01-01T00:00:00.000Z', '2020-02-03'])
+})
+
+t.test('PostgreSQL\'s text of an instant becomes ISO 8601, whatever its fraction or zone', async (t) => {
+  t.equal(isoInstant('2026-11-24 10:00:00+00'), '2026-11-24T10:00:00.000Z')
+  t.equal(isoInstant('2026-11-24 10:00:00.5+00'), '2026-11-24T10:00:00.500Z')
+  t.equal(isoInstant('2026-11-24 10:00:00.123+00'), '2026-11-24T10:00:00.123Z')
+  t.equal(isoInstant('2026-11-24 11:00:00.123+01'), '2026-11-24T10:00:00.123Z', 'another zone takes the general path')
+  t.equal(isoInstant(new Date('2026-11-24T10:00:00.123Z')), '2026-11-24T10:00:00.123Z')
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`set local time zone 'Asia/Kolkata'`)
+    const [row] = await tx.select().from(fieldTable('defaults', KINDS)).limit(1)
+    t.match(row?.created_at, /Z$/, 'read in another session time zone, still UTC ISO')
+  })
 })
 
 t.test('updated_at moves on every update through the repository; created_at stays', async (t) => {
@@ -167,10 +180,10 @@ t.test('updated_at moves on every update through the repository; created_at stay
   const { id } = await repo.create({ title: 'x', rank: 1 })
   await db.execute(sql`update stamped set created_at = created_at - interval '1 hour', updated_at = updated_at - interval '1 hour'`)
   const before = (await repo.get(id))!
-  t.equal(before.created_at.getTime(), before.updated_at.getTime())
+  t.equal(before.created_at, before.updated_at)
   const after = (await repo.update(id, { rank: 2 }))!
   t.same(after.created_at, before.created_at, 'created_at stays')
-  t.ok(after.updated_at.getTime() - before.updated_at.getTime() > 59 * 60_000, 'updated_at is now')
+  t.ok(Date.parse(after.updated_at) - Date.parse(before.updated_at) > 59 * 60_000, 'updated_at is now')
 })
 
 t.test('each CHECK refuses a bad value at the database (23514) and lets null through', async (t) => {

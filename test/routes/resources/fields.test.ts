@@ -4,7 +4,11 @@ import { buildResources } from '../../support/resources.js'
 import { JSON_TYPE, PROBLEM_TYPE } from '../../support/responses.js'
 import { TaskFields, createTask } from '../../support/tasks.js'
 
-const app = await buildResources(t, [{ name: 'tasks', fields: TaskFields }])
+const app = await buildResources(t, [
+  { name: 'tasks', fields: TaskFields },
+  // As resources.json writes a free-form object.
+  { name: 'documents', fields: Type.Object({ data: Type.Unsafe<object>({ type: 'object' }) }) }
+])
 const TASKS = '/api/v1/tasks'
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
@@ -153,4 +157,13 @@ t.test('string formats, patterns and array bounds are checked at the door, and n
     t.equal(res.statusCode, 422, JSON.stringify(payload).slice(0, 70))
     t.equal(res.json().errors[0].path, path)
   }
+})
+
+t.test('a free-form object comes back whole, nested values and all', async (t) => {
+  const data = { nested: { list: [1, 'two', null, true], 'key "q"': 1.5e-7 }, empty: {}, text: 'é 😀 \u2028' }
+  const res = await app.inject({ method: 'POST', url: '/api/v1/documents/', payload: { data } })
+  t.equal(res.statusCode, 201)
+  t.same(res.json().data, data)
+  t.same((await app.inject({ method: 'GET', url: `/api/v1/documents/${res.json().id}` })).json().data, data)
+  t.same((await app.inject({ method: 'GET', url: '/api/v1/documents/' })).json()[0].data, data)
 })

@@ -1,0 +1,53 @@
+import { sql, type SQL } from 'drizzle-orm'
+import { alwaysPresent, type Field, type FieldKind } from '../schemas/fields.js'
+
+const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+// An instant as the API writes it everywhere: UTC, milliseconds, a Z.
+const ISO_INSTANT = '\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\''
+
+/** A column's value as JSON text; NULL stays NULL. */
+function jsonValue (column: string, kind: FieldKind): string {
+  switch (kind) {
+    case 'timestamp': return `'"' || to_char(${column} at time zone 'UTC', ${ISO_INSTANT}) || '"'`
+    // These casts already give JSON: digits, true or false, and jsonb's own text.
+    case 'integer':
+    case 'boolean':
+    case 'jsonb': return `${column}::text`
+    default: return `to_json(${column})::text`
+  }
+}
+
+interface Member {
+  name: string
+  kind: FieldKind
+  /** Always in the object: `null` when the column is. Otherwise left out when NULL. */
+  always: boolean
+  notNull: boolean
+}
+
+const SERVER_MEMBERS: Member[] = [
+  { name: 'id', kind: 'integer', always: true, notNull: true },
+  { name: 'created_at', kind: 'timestamp', always: true, notNull: true },
+  { name: 'updated_at', kind: 'timestamp', always: true, notNull: true }
+]
+
+/**
+ * The row as the API's JSON text, written by PostgreSQL: the members and order of rowSchema, instants in
+ * ISO 8601 UTC, an optional field without value left out. A response needs no decoding or serializing.
+ */
+export function rowJson (fields: Field[], { owner = false }: { owner?: boolean } = {}): SQL<string> {
+  const members: Member[] = [
+    ...SERVER_MEMBERS,
+    ...(owner ? [{ name: 'owner_id', kind: 'integer' as const, always: true, notNull: true }] : []),
+    ...fields.map((field) => ({ name: field.name, kind: field.kind, always: alwaysPresent(field), notNull: false }))
+  ]
+  // Field names are plain identifiers (schemas/fields.ts), so they need no JSON escaping.
+  const parts = members.map(({ name, kind, always, notNull }, i) => {
+    const key = `'${i === 0 ? '{' : ','}"${name}":'`
+    const value = jsonValue(ident(name), kind)
+    if (notNull) return `${key} || ${value}`
+    return always ? `${key} || coalesce(${value}, 'null')` : `coalesce(${key} || ${value}, '')`
+  })
+  return sql.raw(`(${parts.join(' || ')} || '}')`) as SQL<string>
+}
