@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions } from 'fastify'
-import { resolveConfig, resourcesFile, type Config } from './config.js'
+import { privateKeyOf, resolveConfig, resourcesFile, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
 import accounts from './routes/accounts/index.js'
 import catalog from './routes/catalog/index.js'
-import { guardsOf } from './routes/resources/file.js'
+import { guardsOf, type FileResourceDefinition } from './routes/resources/file.js'
 import resources from './routes/resources/index.js'
 import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
@@ -15,9 +15,17 @@ import docs from './plugins/docs.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
 import security, { apiSecurityHeaders } from './plugins/security.js'
+import wellKnown from './plugins/well-known.js'
 import { validatorCompiler, type App } from './plugins/validation.js'
 
 export type { App }
+
+/** The scopes the server checks: `me`, the catalog's write scope and those of RESOURCES_FILE's guards. */
+function advertisedScopes (config: Config, files: FileResourceDefinition[]): string[] {
+  const guards = files.flatMap(({ guards }) => [guards.read, guards.write])
+  const named = guards.flatMap((guard) => typeof guard === 'object' && guard !== null ? guard.scopes : [])
+  return [...new Set(['me', ...(config.CATALOG_WRITE_SCOPE ? [config.CATALOG_WRITE_SCOPE] : []), ...named])]
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,6 +55,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     ...options
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  const fileResources = resourcesFile(config)
   app.decorate('plinthConfig', config)
   app.setValidatorCompiler(validatorCompiler)
 
@@ -58,11 +67,17 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   await app.register(db, database ? { client: database, migrate } : { url: config.DATABASE_URL, migrate })
 
   await app.register(auth, {
+    algorithm: config.JWT_ALGORITHM,
     secret: config.SECRET_KEY,
+    privateKey: privateKeyOf(config),
+    previousKeys: config.JWT_PREVIOUS_KEYS,
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
     accessTokenMinutes: config.ACCESS_TOKEN_EXPIRE_MINUTES,
     refreshTokenDays: config.REFRESH_TOKEN_EXPIRE_DAYS
   })
 
+  await app.register(wellKnown, { accountsPrefix: API_PREFIX, publicUrl: config.PUBLIC_URL, scopes: advertisedScopes(config, fileResources) })
   await app.register(health, { prefix: API_PREFIX })
   await app.register(catalog, {
     prefix: API_PREFIX,
@@ -85,7 +100,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   for (const name of new Set(config.RESOURCES)) {
     await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP })
   }
-  for (const definition of resourcesFile(config)) {
+  for (const definition of fileResources) {
     await app.register(resources, {
       prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP
     })

@@ -24,6 +24,8 @@ interface Option {
 }
 
 interface Command {
+  /** The words that must follow the command's name, as in `plinth keys generate`. */
+  words?: string[]
   synopsis: string
   summary: string
   description: string
@@ -62,6 +64,18 @@ const commands: Record<string, Command> = {
       'Environment: DATABASE_URL, PASSWORD_MIN_LENGTH, CREATE_TABLES_ON_STARTUP.',
     options: { email: { type: 'string', value: 'EMAIL', description: 'the account\'s email (required)' } },
     run: createSuperuser
+  },
+  keys: {
+    words: ['generate'],
+    synopsis: 'generate [--algorithm ALG]',
+    summary: 'print a new token signing key, a private JWK for JWT_PRIVATE_KEY',
+    description: 'Prints a new private key as one line of JWK JSON, with its kid (its RFC 7638 thumbprint), for\n' +
+      'JWT_PRIVATE_KEY or a JWT_PRIVATE_KEY_FILE. It opens no database.',
+    notes: 'Keep the output secret. To rotate: publish the old key in JWT_PREVIOUS_KEYS (its public part is\n' +
+      'enough), set the new one, and drop the old one once the tokens it signed have expired\n' +
+      '(REFRESH_TOKEN_EXPIRE_DAYS). See docs/operations.md.',
+    options: { algorithm: { type: 'string', value: 'ALG', description: 'EdDSA (the default, Ed25519) or ES256 (P-256)' } },
+    run: generateKeys
   },
   openapi: {
     synopsis: '',
@@ -213,6 +227,13 @@ async function createSuperuser ({ email }: Values) {
   }
 }
 
+async function generateKeys (values: Values) {
+  const algorithm = values.algorithm ?? 'EdDSA'
+  if (algorithm !== 'EdDSA' && algorithm !== 'ES256') throw new UsageError(`keys: --algorithm takes EdDSA or ES256 (got ${String(algorithm)})`, usage('keys'))
+  const { generateKey } = await import('./plugins/auth/keys.js')
+  process.stdout.write(`${JSON.stringify(generateKey(algorithm))}\n`)
+}
+
 /** The document depends on settings, not data: built on a driverless Drizzle with nothing to create at boot, it opens no database. */
 async function printOpenapi () {
   const config = await readConfig()
@@ -273,10 +294,14 @@ async function main (args: string[]): Promise<void> {
     help: { type: HELP.type, short: 'h' }
   }
   let values: Values
+  let positionals: string[]
   try {
-    ({ values } = parseArgs({ args: rest, options, strict: true }))
+    ({ values, positionals } = parseArgs({ args: rest, options, strict: true, allowPositionals: command.words !== undefined }))
   } catch (error) {
     throw new UsageError(`${name}: ${(error as Error).message}`, usage(name))
+  }
+  if (!values.help && command.words && positionals.join(' ') !== command.words.join(' ')) {
+    throw new UsageError(`${name}: expected "${name} ${command.words.join(' ')}"`, usage(name))
   }
   if (values.help) process.stdout.write(usage(name))
   else await command.run(values)

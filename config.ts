@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs'
 import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { BUILT_IN_TABLES } from './db/resources.js'
+import { ALGORITHMS } from './plugins/auth/keys.js'
 import type { FieldTableSpec } from './db/field-table.js'
 import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
 import { resolveResourceOptions } from './routes/resources/options.js'
@@ -19,6 +21,16 @@ export const ConfigSchema = Type.Object({
     description: 'a postgres://, postgresql://, pglite://PATH or memory:// URL'
   }),
   SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_ALGORITHM: Type.Union(ALGORITHMS.map((name) => Type.Literal(name)), { default: 'HS256', description: `one of ${ALGORITHMS.join(', ')}` }),
+  JWT_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1, description: 'a PEM or JWK private key' })),
+  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'the path of a PEM or JWK private key' })),
+  JWT_PREVIOUS_KEYS: Type.Optional(Type.String({ minLength: 1, description: 'a JWK Set or a JSON array of JWKs' })),
+  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  PUBLIC_URL: Type.Optional(Type.String({
+    pattern: '^https?://[^/?#]+$',
+    description: 'the origin clients reach the server at, such as https://api.example.com'
+  })),
   ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
   REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
   FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
@@ -103,6 +115,9 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (taken) {
     throw new ConfigError(`RESOURCES: "${taken}" is a table of the service (${BUILT_IN_TABLES.join(', ')}); choose another name`)
   }
+  if (config.JWT_PRIVATE_KEY !== undefined && config.JWT_PRIVATE_KEY_FILE !== undefined) {
+    throw new ConfigError('JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE are both set; keep one')
+  }
   if (config.RESOURCES_FILE !== undefined) {
     const both = resourcesFile(config).find(({ options }) => config.RESOURCES.includes(options.name))
     if (both) throw new ConfigError(`"${both.options.name}" is both in RESOURCES and in RESOURCES_FILE; keep one`)
@@ -113,6 +128,17 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
 /** The resources of RESOURCES_FILE, read and checked; none without one. */
 export function resourcesFile (config: Config): FileResourceDefinition[] {
   return config.RESOURCES_FILE === undefined ? [] : readResourcesFile(config.RESOURCES_FILE, (message) => new ConfigError(message))
+}
+
+/** The signing key of JWT_PRIVATE_KEY, or of the file JWT_PRIVATE_KEY_FILE names; none when neither is set. */
+export function privateKeyOf (config: Config): string | undefined {
+  const path = config.JWT_PRIVATE_KEY_FILE
+  if (path === undefined) return config.JWT_PRIVATE_KEY
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`JWT_PRIVATE_KEY_FILE ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
+  }
 }
 
 /** The tables of RESOURCES_FILE's resources, for processes that prepare the database without serving it. */

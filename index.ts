@@ -8,6 +8,8 @@ export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
 export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
 export { default as healthPlugin } from './plugins/health.js'
 export { default as securityPlugin, apiSecurityHeaders } from './plugins/security.js'
+export { default as wellKnownPlugin, WellKnownOptionsSchema, type WellKnownOptions } from './plugins/well-known.js'
+export { ALGORITHMS, generateKey, type Algorithm } from './plugins/auth/keys.js'
 export { validatorCompiler } from './plugins/validation.js'
 
 export { default as accountsPlugin } from './routes/accounts/index.js'

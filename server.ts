@@ -33,7 +33,7 @@ const loggerOptions: LoggerOptions = {
 const log = pino(loggerOptions)
 
 function warnAboutWorkerSecrets () {
-  if (config.SECRET_KEY) return
+  if (config.SECRET_KEY || config.JWT_ALGORITHM !== 'HS256') return
   log.warn('SECRET_KEY is not set: each worker signs with its own random key, so workers refuse each other\'s tokens and every token dies at restart')
 }
 

@@ -7,6 +7,7 @@ import { formatTable, problems, redact, toRow, writeJson, type Row } from './rep
 import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
+import { generateKey } from '../plugins/auth/keys.js'
 
 const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
   --quick      smoke run under a minute: every scenario once for 1 s, no warm-up, 100k rows for the 1m ones;
@@ -116,24 +117,27 @@ async function main () {
   try {
     const startup = await pgliteStartup(pinning, folder)
     notes.push(`PGlite start to healthy on an existing folder: ${startup.healthyMs.toFixed(0)} ms (first start with migrations ${startup.firstMs.toFixed(0)} ms), RSS ${mb(startup.rss)} MB`)
-    const [bare, app] = await Promise.all([
+    // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
+    const appEnv = { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000' }
+    const [bare, app, eddsa] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
-      // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
-      startServer('app', 'app-server', pinning, {
-        BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000'
-      })
+      startServer('app', 'app-server', pinning, appEnv),
+      flags.selected.some((scenario) => scenario.eddsa)
+        ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv, BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) })
+        : undefined
     ])
     const rows: Row[] = []
     const baseline: Measured[] = []
     for (const scenario of flags.selected) {
-      const request = await prepare(scenario, app.url, flags.quick)
+      const server = scenario.eddsa ? eddsa! : app
+      const request = await prepare(scenario, server.url, flags.quick)
       const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
       const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined
       if (flags.warmup) {
         console.error(`${scenario.name}: warm-up`)
         await scenario.beforeRun?.()
         warnings.push(...problems(`bare warm-up before ${scenario.name}`, [await load(bare, BARE, flags.warmup)]))
-        warnings.push(...problems(`${scenario.name} warm-up`, [await load(app, request, flags.warmup)]))
+        warnings.push(...problems(`${scenario.name} warm-up`, [await load(server, request, flags.warmup)]))
       }
       const bareSamples: Measured[] = []
       const samples: Measured[] = []
@@ -142,7 +146,7 @@ async function main () {
         console.error(`${scenario.name}: round ${round}/${flags.rounds}`)
         bareSamples.push(await load(bare, BARE, flags.duration))
         await scenario.beforeRun?.()
-        samples.push(await load(app, request, flags.duration))
+        samples.push(await load(server, request, flags.duration))
       }
       const ratios = samples.map((s, i) => s.reqPerSec / bareSamples[i]!.reqPerSec)
       const row = toRow(scenario.name, samples, ratios, Math.max(...samples.map((s) => s.peakRss)))

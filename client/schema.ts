@@ -4,6 +4,23 @@
  * live document. Use them with openapi-fetch: `createClient<paths>({ baseUrl })`.
  */
 export interface paths {
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth 2.0 authorization server metadata (RFC 8414) */
+        get: operations["getAuthorizationServerMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/health": {
         parameters: {
             query?: never;
@@ -101,7 +118,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Log in with the OAuth 2.0 password grant (form: username = email, password) */
+        /**
+         * The OAuth 2.0 token endpoint: log in with the password grant, or refresh
+         * @description RFC 6749: `grant_type=password` (the default; `username` is the email) or `grant_type=refresh_token`, as a form or JSON. `scope` narrows the token to some of the account's scopes. Errors are RFC 6749 section 5.2 errors, which are problem documents too; 429 and 503 are problem documents.
+         */
         post: operations["login"];
         delete?: never;
         options?: never;
@@ -120,6 +140,26 @@ export interface paths {
         put?: never;
         /** Exchange a refresh token for a new pair (the presented token is revoked) */
         post: operations["refresh"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a token (RFC 7009): always 200, whatever the token
+         * @description A refresh token of this server is revoked, ending its login. An access token is accepted and lives until it expires.
+         */
+        post: operations["revoke"];
         delete?: never;
         options?: never;
         head?: never;
@@ -398,6 +438,34 @@ export interface components {
              * @example 1800
              */
             expires_in: number;
+            /**
+             * @description The scopes the access token carries, space-separated
+             * @example me
+             */
+            scope?: string;
+        };
+        /**
+         * OAuthError
+         * @description RFC 6749 section 5.2 error, also an RFC 9457 problem document
+         */
+        OAuthError: {
+            /**
+             * @description The RFC 6749 error code
+             * @enum {string}
+             */
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope";
+            /** @description What went wrong, as detail says */
+            error_description: string;
+            /** @description Always about:blank: the status and code say what happened */
+            type: string;
+            /** @description The HTTP status phrase */
+            title: string;
+            /** @description The HTTP status, repeated */
+            status: number;
+            /** @description What went wrong with this request, for people */
+            detail: string;
+            /** @description Stable machine-readable error name, e.g. AUTH_NOT_AUTHENTICATED */
+            code: string;
         };
         /**
          * RecordsRecord
@@ -419,6 +487,28 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The RFC 8414 metadata document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -1003,31 +1093,49 @@ export interface operations {
             content: {
                 "application/x-www-form-urlencoded": {
                     /**
-                     * @description The account email
+                     * @description password or refresh_token; password when absent
+                     * @example password
+                     */
+                    grant_type?: string;
+                    /**
+                     * @description The account email (password grant)
                      * @example ada@example.com
                      */
-                    username: string;
-                    /** @example correct horse battery */
-                    password: string;
-                    /** @enum {string} */
-                    grant_type?: "password";
-                    /** @description Accepted and ignored: tokens carry the account's scopes */
+                    username?: string;
+                    /**
+                     * @description The password (password grant)
+                     * @example correct horse battery
+                     */
+                    password?: string;
+                    /** @description The refresh_token of the last pair (refresh grant) */
+                    refresh_token?: string;
+                    /** @description Space-separated scopes to narrow the token to; each must be granted to the account */
                     scope?: string;
+                    /** @description Any value: there is no client registry, so every client is public */
                     client_id?: string;
                     client_secret?: string;
                 };
                 "application/json": {
                     /**
-                     * @description The account email
+                     * @description password or refresh_token; password when absent
+                     * @example password
+                     */
+                    grant_type?: string;
+                    /**
+                     * @description The account email (password grant)
                      * @example ada@example.com
                      */
-                    username: string;
-                    /** @example correct horse battery */
-                    password: string;
-                    /** @enum {string} */
-                    grant_type?: "password";
-                    /** @description Accepted and ignored: tokens carry the account's scopes */
+                    username?: string;
+                    /**
+                     * @description The password (password grant)
+                     * @example correct horse battery
+                     */
+                    password?: string;
+                    /** @description The refresh_token of the last pair (refresh grant) */
+                    refresh_token?: string;
+                    /** @description Space-separated scopes to narrow the token to; each must be granted to the account */
                     scope?: string;
+                    /** @description Any value: there is no client registry, so every client is public */
                     client_id?: string;
                     client_secret?: string;
                 };
@@ -1043,7 +1151,27 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            /** @description invalid_request, invalid_grant (wrong credentials, an inactive account, a bad or spent refresh token), unsupported_grant_type or invalid_scope */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_grant",
+                     *       "error_description": "Incorrect email or password",
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Incorrect email or password",
+                     *       "code": "AUTH_INVALID_CREDENTIALS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client: the HTTP Basic credentials do not decode */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1051,56 +1179,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "error": "invalid_client",
+                     *       "error_description": "Client authentication failed: the Basic credentials are not base64 of client_id:client_secret",
                      *       "type": "about:blank",
                      *       "title": "Unauthorized",
                      *       "status": 401,
-                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
-                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *       "detail": "Client authentication failed: the Basic credentials are not base64 of client_id:client_secret",
+                     *       "code": "AUTH_INVALID_CLIENT"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Forbidden",
-                     *       "status": 403,
-                     *       "detail": "This account is inactive",
-                     *       "code": "AUTH_INACTIVE_USER"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body, query or path failed its schema; errors[] names each field */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Unprocessable Entity",
-                     *       "status": 422,
-                     *       "detail": "/body/price must be >= 0",
-                     *       "code": "VALIDATION_FAILED",
-                     *       "errors": [
-                     *         {
-                     *           "path": "/body/price",
-                     *           "message": "must be >= 0"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
             /** @description Too many failed logins; retry after Retry-After seconds */
@@ -1116,6 +1204,24 @@ export interface operations {
                      *       "status": 429,
                      *       "detail": "Too many failed logins for this account from this address; retry in 840 seconds",
                      *       "code": "AUTH_TOO_MANY_FAILURES"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; try again shortly",
+                     *       "code": "DATABASE_UNAVAILABLE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -1209,6 +1315,107 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+        };
+    };
+    revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description A refresh token to revoke (an access token is accepted and lives until it expires) */
+                    token?: string;
+                    /**
+                     * @description refresh_token or access_token; a hint only
+                     * @example refresh_token
+                     */
+                    token_type_hint?: string;
+                    client_id?: string;
+                    client_secret?: string;
+                };
+                "application/json": {
+                    /** @description A refresh token to revoke (an access token is accepted and lives until it expires) */
+                    token?: string;
+                    /**
+                     * @description refresh_token or access_token; a hint only
+                     * @example refresh_token
+                     */
+                    token_type_hint?: string;
+                    client_id?: string;
+                    client_secret?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_request: no token */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "token is required",
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "token is required",
+                     *       "code": "AUTH_INVALID_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client: the HTTP Basic credentials do not decode */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_client",
+                     *       "error_description": "Client authentication failed: the Basic credentials are not base64 of client_id:client_secret",
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Client authentication failed: the Basic credentials are not base64 of client_id:client_secret",
+                     *       "code": "AUTH_INVALID_CLIENT"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The database is unreachable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; try again shortly",
+                     *       "code": "DATABASE_UNAVAILABLE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

@@ -10,6 +10,7 @@ import { buildApp, type App } from '../app.js'
 import { ConfigSchema } from '../config.js'
 import { connect, type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
+import { loadSigningKeys, thumbprint } from '../plugins/auth/keys.js'
 import { PASSWORD, build, login, register } from './support/app.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
 import { httpRequest } from './support/http.js'
@@ -128,6 +129,27 @@ t.test('<command> --help prints that command\'s own usage with 0 and runs nothin
   t.match(superuser, /hidden prompt/)
   t.match(superuser, /stdin/)
   t.notOk(await target.opened(), 'no database opened')
+})
+
+t.test('keys generate prints a new private JWK the server signs with; another algorithm or word is a usage error', async (t) => {
+  const [ed, es, bad, word, help] = await Promise.all([
+    plinth(['keys', 'generate']),
+    plinth(['keys', 'generate', '--algorithm', 'ES256']),
+    plinth(['keys', 'generate', '--algorithm', 'RS256']),
+    plinth(['keys', 'make']),
+    plinth(['keys', '--help'])
+  ])
+  t.same([ed.code, ed.stderr], [0, ''])
+  const edKey = JSON.parse(ed.stdout)
+  t.match(edKey, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', d: /^[\w-]{43}$/, kid: thumbprint(edKey) })
+  t.equal(loadSigningKeys({ algorithm: 'EdDSA', secret: 'unused', privateKey: ed.stdout }).kid, edKey.kid, 'JWT_PRIVATE_KEY takes it as printed')
+  t.match(JSON.parse(es.stdout), { kty: 'EC', crv: 'P-256', alg: 'ES256' })
+  t.not(JSON.parse((await plinth(['keys', 'generate'])).stdout).d, edKey.d, 'a new key each time')
+  t.same([bad.code, bad.stdout], [2, ''])
+  t.match(bad.stderr, /^plinth: keys: --algorithm takes EdDSA or ES256 \(got RS256\)\n\nUsage: plinth keys generate/)
+  t.match(word.stderr, /^plinth: keys: expected "keys generate"/)
+  t.equal(word.code, 2)
+  t.match(help.stdout, /^Usage: plinth keys generate \[--algorithm ALG\]\n/)
 })
 
 t.test('an unknown option or a missing one exits 2 with that command\'s usage on stderr', async (t) => {
@@ -255,7 +277,7 @@ t.test('create-superuser on an existing account promotes it, replaces its passwo
     stderr: ''
   })
   await withApp(url, async (app) => {
-    t.equal((await app.inject(loginForm('ada@example.com', PASSWORD))).statusCode, 401, 'the old password no longer works')
+    t.equal((await app.inject(loginForm('ada@example.com', PASSWORD))).json().error, 'invalid_grant', 'the old password no longer works')
     const session = await login(app, 'ada@example.com', password)
     t.equal((await app.inject({ method: 'GET', url: '/api/v1/users', headers: session.headers })).statusCode, 200)
     const refresh = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: adaRefreshToken } })

@@ -6,6 +6,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     HOST: '127.0.0.1',
     PORT: 8000,
     DATABASE_URL: 'pglite://./data/pglite',
+    JWT_ALGORITHM: 'HS256',
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import jwt, { type JWT } from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
+import { loadSigningKeys } from './keys.js'
 import { resolveAuthOptions, type AuthOptions } from './options.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
 import type { App } from '../validation.js'
@@ -32,33 +32,12 @@ declare module 'fastify' {
 
 export const SECRET_WARNING = 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart'
 
-const JWT_NAMESPACE = 'plinth'
-
 function bearerToken (request: FastifyRequest): string {
   const header = request.headers.authorization
   if (!header) throw notAuthenticated()
   const [scheme, token, ...rest] = header.split(' ')
   if (scheme?.toLowerCase() !== 'bearer' || !token || rest.length > 0) throw invalidToken('expected "Authorization: Bearer <token>"')
   return token
-}
-
-// @fastify/jwt in a context of its own, under a namespace: the host's own @fastify/jwt,
-// `request.user` and payload types stay the host's.
-async function signer (app: App, secret: string): Promise<JWT> {
-  let namespaced: JWT | undefined
-  await app.register(async function plinthJwt (instance) {
-    await instance.register(jwt, {
-      secret,
-      namespace: JWT_NAMESPACE,
-      decoratorName: 'plinthJwtPayload',
-      sign: { algorithm: 'HS256' },
-      // Pinning the algorithm refuses `alg: none` and every asymmetric or other-key trick.
-      verify: { algorithms: ['HS256'] }
-    })
-    namespaced = (instance.jwt as unknown as Record<string, JWT>)[JWT_NAMESPACE]
-  })
-  if (!namespaced) throw new Error('@fastify/jwt did not register its plinth namespace')
-  return namespaced
 }
 
 /** A guard whose refusal is a problem document under any error handler, a host's included. */
@@ -73,17 +52,15 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
 }
 
 /**
- * JWT access tokens (HS256 only) and the three guards, on the root instance so any plugin, a
+ * JWT access tokens (HS256, EdDSA or ES256) and the three guards, on the root instance so any plugin, a
  * host app's included, can protect its routes with them.
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
 async function authPlugin (app: App, opts: AuthOptions) {
-  const { secret, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
-  if (secret === undefined) app.log.warn(SECRET_WARNING)
-  const tokens = createTokens(await signer(app, secret ?? randomBytes(32).toString('base64url')), {
-    accessSeconds: accessTokenMinutes * 60,
-    refreshSeconds: refreshTokenDays * 86400
-  })
+  const { algorithm, secret, privateKey, keyId, previousKeys, issuer, audience, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
+  if (algorithm === 'HS256' && secret === undefined) app.log.warn(SECRET_WARNING)
+  const keys = loadSigningKeys({ algorithm, secret: secret ?? randomBytes(32).toString('base64url'), privateKey, keyId, previousKeys })
+  const tokens = createTokens(keys, { accessSeconds: accessTokenMinutes * 60, refreshSeconds: refreshTokenDays * 86400, issuer, audience })
   const users = createUserRepository(app.plinthDb.db)
 
   async function authenticate (request: FastifyRequest) {

@@ -1,10 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { readOptions } from '../options.js'
 import { InvalidAuthOptions } from './errors.js'
+import { ALGORITHMS } from './keys.js'
+
+const Optional = (description: string) => Type.Optional(Type.String({ minLength: 1, errorMessage: 'must be a non-empty string', description }))
 
 export const AuthOptionsSchema = Type.Object({
-  /** HS256 signing key (SECRET_KEY); a random one per process when absent, with a warning (tokens die at restart). */
-  secret: Type.Optional(Type.String({ minLength: 1, errorMessage: 'must be a non-empty string' })),
+  algorithm: Type.Union(ALGORITHMS.map((name) => Type.Literal(name)), { default: 'HS256', errorMessage: `must be one of ${ALGORITHMS.join(', ')}` }),
+  secret: Optional('HS256 signing key (SECRET_KEY); a random one per process when absent, with a warning (tokens die at restart)'),
+  privateKey: Optional('EdDSA or ES256 signing key, PEM or JWK (JWT_PRIVATE_KEY)'),
+  keyId: Optional('The kid of privateKey; its JWK kid, else its RFC 7638 thumbprint'),
+  previousKeys: Optional('Keys still accepted and published after a rotation: a JWK Set or a JSON array of JWKs (JWT_PREVIOUS_KEYS)'),
+  issuer: Optional('The iss claim to sign and require (JWT_ISSUER)'),
+  audience: Optional('The aud claim to sign and require (JWT_AUDIENCE)'),
   accessTokenMinutes: Type.Integer({ minimum: 1, default: 30, errorMessage: 'must be an integer of at least 1' }),
   refreshTokenDays: Type.Integer({ minimum: 1, default: 14, errorMessage: 'must be an integer of at least 1' })
 })

@@ -1,7 +1,8 @@
-import createError from '@fastify/error'
 import { randomUUID } from 'node:crypto'
-import type { JWT } from '@fastify/jwt'
+import createError from '@fastify/error'
+import { createSigner, createVerifier } from 'fast-jwt'
 import { PG_INT_MAX } from '../../schemas/common.js'
+import type { SigningKeys } from './keys.js'
 
 export type TokenType = 'access' | 'refresh'
 
@@ -9,6 +10,8 @@ export type TokenType = 'access' | 'refresh'
 export interface TokenClaims {
   sub: string
   scopes: string[]
+  /** On a refresh token: the scopes its login was narrowed to, which its successors keep. */
+  grant?: string[]
   type: TokenType
   jti: string
   iat: number
@@ -18,6 +21,8 @@ export interface TokenClaims {
 export interface TokenSubject {
   id: number
   scopes: string[]
+  /** The scopes a client narrowed its login to, if it did. */
+  grant?: string[]
 }
 
 export interface IssuedPair {
@@ -25,6 +30,8 @@ export interface IssuedPair {
   refresh_token: string
   token_type: 'bearer'
   expires_in: number
+  /** The access token's scopes, space-separated (RFC 6749 section 5.1); absent when it has none. */
+  scope?: string
   /** What the server must remember about the refresh token. */
   refresh: { jti: string, expires_at: Date }
 }
@@ -40,42 +47,94 @@ export function subjectId (claims: TokenClaims): number {
   return id
 }
 
-export function createTokens (jwt: JWT, lifetimes: { accessSeconds: number, refreshSeconds: number }) {
-  // `iat` and `exp` go in the payload: signing with an `expiresIn` option makes @fastify/jwt build
-  // a new fast-jwt signer on every call.
+export interface TokenSettings {
+  accessSeconds: number
+  refreshSeconds: number
+  /** The `iss` every token carries and every verify requires, when set. */
+  issuer?: string
+  /** The `aud` every token carries and every verify requires, when set. */
+  audience?: string
+}
+
+const VERIFY_ERRORS: Record<string, string> = {
+  FAST_JWT_EXPIRED: 'the token has expired',
+  FAST_JWT_INVALID_CLAIM_VALUE: 'the token is for another issuer or audience',
+  FAST_JWT_MISSING_REQUIRED_CLAIM: 'the token is for another issuer or audience'
+}
+
+/** The token's header, read without trusting it: only to choose the key, whose verify then checks everything. */
+function headerOf (token: string): { alg?: unknown, kid?: unknown } {
+  try {
+    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as unknown
+    return typeof header === 'object' && header !== null ? header : {}
+  } catch {
+    return {}
+  }
+}
+
+export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds, issuer, audience }: TokenSettings) {
+  const claimed = { ...(issuer ? { iss: issuer } : {}), ...(audience ? { aud: audience } : {}) }
+  const signer = createSigner({ key: keys.signing, algorithm: keys.algorithm, ...(keys.kid ? { kid: keys.kid } : {}), ...claimed })
+  // Pinning the algorithm refuses `alg: none` and any key-confusion trick; iss and aud, when set, must be there.
+  const checks = {
+    algorithms: [keys.algorithm],
+    ...(issuer ? { allowedIss: issuer } : {}),
+    ...(audience ? { allowedAud: audience } : {}),
+    requiredClaims: Object.keys(claimed)
+  }
+  const verifiers = keys.algorithm === 'HS256'
+    ? new Map([[undefined as string | undefined, createVerifier({ key: keys.signing, ...checks })]])
+    : new Map([...keys.verifying.values()].map(({ kid, pem }) => [kid as string | undefined, createVerifier({ key: pem, ...checks })]))
+
+  // `iat` and `exp` go in the payload, as the claims the tokens are read by.
   const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti: string = randomUUID()) =>
-    jwt.sign({ sub: String(subject.id), scopes: subject.scopes, type, jti, iat, exp })
+    signer({
+      sub: String(subject.id), scopes: subject.scopes, type, jti, iat, exp, ...(type === 'refresh' && subject.grant ? { grant: subject.grant } : {})
+    })
+
+  /** The verified claims, or a TokenError: another algorithm, an unknown key, a bad signature, expired, another issuer or audience. */
+  function verified (token: string): TokenClaims {
+    const { alg, kid } = headerOf(token)
+    if (typeof alg !== 'string') throw new TokenError('the token is malformed or its signature is invalid')
+    if (alg !== keys.algorithm) throw new TokenError(`the token is not signed with ${keys.algorithm}`)
+    const verify = verifiers.get(keys.algorithm === 'HS256' ? undefined : kid as string)
+    if (verify === undefined) throw new TokenError('the token is signed with a key this server does not know')
+    try {
+      return verify(token) as TokenClaims
+    } catch (err) {
+      throw new TokenError(VERIFY_ERRORS[(err as { code?: string }).code ?? ''] ?? 'the token is malformed or its signature is invalid')
+    }
+  }
 
   /** The id and expiry of a refresh token to issue, chosen before it is stored. */
   const nextRefresh = (): IssuedPair['refresh'] =>
-    ({ jti: randomUUID(), expires_at: new Date((Math.floor(Date.now() / 1000) + lifetimes.refreshSeconds) * 1000) })
+    ({ jti: randomUUID(), expires_at: new Date((Math.floor(Date.now() / 1000) + refreshSeconds) * 1000) })
 
   return {
     nextRefresh,
+
+    /** The public keys as a JWK Set, for /.well-known/jwks.json; null with HS256, whose key is secret. */
+    jwks: keys.algorithm === 'HS256' ? null : { keys: [...keys.verifying.values()].map((key) => key.jwk) },
 
     /** A new access token and a new refresh token (`refresh`, or a new one) for the subject's current scopes. */
     issuePair (subject: TokenSubject, refresh = nextRefresh()): IssuedPair {
       const now = Math.floor(Date.now() / 1000)
       return {
-        access_token: sign(subject, 'access', now, now + lifetimes.accessSeconds),
+        access_token: sign(subject, 'access', now, now + accessSeconds),
         refresh_token: sign(subject, 'refresh', now, refresh.expires_at.getTime() / 1000, refresh.jti),
         token_type: 'bearer',
-        expires_in: lifetimes.accessSeconds,
+        expires_in: accessSeconds,
+        ...(subject.scopes.length > 0 ? { scope: subject.scopes.join(' ') } : {}),
         refresh
       }
     },
 
-    /** Signature (HS256 only), expiry, shape, and type: an access token is never a refresh token, nor the reverse. */
+    /** Algorithm, key, signature, expiry, issuer and audience, shape, and type: an access token is never a refresh token, nor the reverse. */
     verify (token: string, type: TokenType): TokenClaims {
-      let claims: TokenClaims
-      try {
-        claims = jwt.verify<TokenClaims>(token)
-      } catch (err) {
-        const code = (err as { code?: string }).code
-        throw new TokenError(code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is malformed or its signature is invalid')
-      }
+      const claims = verified(token)
       if (claims.type !== type) throw new TokenError(`this is not ${type === 'access' ? 'an access' : 'a refresh'} token`)
-      if (typeof claims.jti !== 'string' || typeof claims.exp !== 'number' || !Array.isArray(claims.scopes)) {
+      const strings = (value: unknown) => Array.isArray(value) && value.every((item) => typeof item === 'string')
+      if (typeof claims.jti !== 'string' || typeof claims.exp !== 'number' || !strings(claims.scopes) || (claims.grant !== undefined && !strings(claims.grant))) {
         throw new TokenError('the token lacks required claims')
       }
       subjectId(claims)

@@ -3,17 +3,12 @@ import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from '../../plugins/auth/passwords.js'
-import { TokenError, subjectId, type IssuedPair } from '../../plugins/auth/tokens.js'
+import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
 import type { App } from '../../plugins/validation.js'
+import type { TokenRequest } from '../../schemas/token.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
-
-/** Token responses must not be cached (RFC 6749 section 5.1). */
-function sendPair (reply: FastifyReply, pair: IssuedPair) {
-  const { refresh, ...body } = pair
-  reply.header('cache-control', 'no-store')
-  return body
-}
+import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: App, ctx: AccountsContext) {
@@ -26,6 +21,16 @@ export function authRoutes (app: App, ctx: AccountsContext) {
       return { claims, userId: subjectId(claims) }
     } catch (err) {
       if (err instanceof TokenError) throw new InvalidRefreshToken(err.message)
+      throw err
+    }
+  }
+
+  /** The claims of a refresh token of this server, or undefined for anything else. */
+  function refreshClaims (token: string): TokenClaims | undefined {
+    try {
+      return app.plinthTokens.verify(token, 'refresh')
+    } catch (err) {
+      if (err instanceof TokenError) return undefined
       throw err
     }
   }
@@ -46,10 +51,12 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return reply.code(201).send(toPublic(user))
   })
 
-  app.post('/auth/login', {
-    schema: schemas.login
-  }, async function login (request, reply) {
-    const email = request.body.username.toLowerCase()
+  /** The password grant: the pair of an active account whose password matches, narrowed to `scope` if asked. */
+  async function passwordGrant (request: FastifyRequest, body: TokenRequest): Promise<IssuedPair> {
+    if (body.username === undefined) throw new InvalidRequest('username is required for the password grant')
+    if (body.password === undefined) throw new InvalidRequest('password is required for the password grant')
+    const email = body.username.toLowerCase()
+    const requested = requestedScopes(body.scope)
     const limited = ctx.loginMaxFailures > 0
     // With the limit on, counting the attempt also reads the account, and opening the session
     // also forgets the count (db/sessions.ts says why).
@@ -57,25 +64,32 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = attempt ? attempt.user : await users.findByEmail(email)
-    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), request.body.password)
+    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), body.password)
     if (!user || !valid) throw new InvalidCredentials()
     if (!user.is_active) {
       if (counted) await sessions.clearAttempts(counted)
       throw inactiveUser()
     }
+    // Checked once the password is: an unknown scope must not tell whether the account exists.
+    const granted = scopeList(user.scopes)
+    const scopes = requested ? narrowScopes(requested, granted) : granted
     if (needsRehash(user.hashed_password)) {
-      await users.update(user.id, { hashed_password: await hashPassword(request.body.password) })
+      await users.update(user.id, { hashed_password: await hashPassword(body.password) })
     }
-    const pair = app.plinthTokens.issuePair({ id: user.id, scopes: scopeList(user.scopes) })
+    const pair = app.plinthTokens.issuePair({ id: user.id, scopes, grant: requested })
     const token = { ...pair.refresh, user_id: user.id, family_id: pair.refresh.jti }
     await sessions.openSession(token, counted)
-    return sendPair(reply, pair)
-  })
+    return pair
+  }
 
-  app.post('/auth/refresh', {
-    schema: schemas.refresh
-  }, async function refresh (request, reply) {
-    const { claims, userId } = refreshSubject(request.body.refresh_token)
+  /**
+   * Rotation, for /auth/refresh and the refresh grant: spends the token and issues the next pair,
+   * with the user's current scopes, within what the login was narrowed to and `scope` narrows now.
+   */
+  async function rotate (request: FastifyRequest, refreshToken: string, scope?: string): Promise<IssuedPair> {
+    const { claims, userId } = refreshSubject(refreshToken)
+    const requested = requestedScopes(scope)
+    if (requested && claims.grant) narrowScopes(requested, claims.grant)
     const next = app.plinthTokens.nextRefresh()
     const rotated = await sessions.rotate(claims.jti, userId, next)
     if (!rotated) {
@@ -84,7 +98,54 @@ export function authRoutes (app: App, ctx: AccountsContext) {
       if (!user.is_active) throw inactiveUser()
       throw refused(request, await sessions.revokeFamilyIfReplayed(claims.jti, userId), userId)
     }
-    return sendPair(reply, app.plinthTokens.issuePair({ id: userId, scopes: scopeList(rotated.scopes) }, next))
+    const current = scopeList(rotated.scopes)
+    const grant = requested ?? claims.grant
+    const scopes = grant ? grant.filter((item) => current.includes(item)) : current
+    return app.plinthTokens.issuePair({ id: userId, scopes, grant }, next)
+  }
+
+  /** The pair as the token endpoint answers it: never cached, and saying which scopes it carries. */
+  function sendPair (reply: FastifyReply, pair: IssuedPair) {
+    const { refresh, ...body } = pair
+    noStore(reply)
+    return body
+  }
+
+  app.post('/auth/login', {
+    schema: schemas.token,
+    errorHandler: oauthErrorHandler
+  }, async function token (request, reply) {
+    const body = request.body
+    checkClient(request, body)
+    const grant = body.grant_type ?? 'password'
+    if (grant === 'password') return sendPair(reply, await passwordGrant(request, body))
+    if (grant !== 'refresh_token') throw new UnsupportedGrantType(grant)
+    if (body.refresh_token === undefined) throw new InvalidRequest('refresh_token is required for the refresh_token grant')
+    return sendPair(reply, await rotate(request, body.refresh_token, body.scope))
+  })
+
+  app.post('/auth/refresh', {
+    schema: schemas.refresh
+  }, async function refresh (request, reply) {
+    return sendPair(reply, await rotate(request, request.body.refresh_token))
+  })
+
+  app.post('/auth/revoke', {
+    schema: schemas.revoke,
+    errorHandler: oauthErrorHandler
+  }, async function revoke (request, reply) {
+    checkClient(request, request.body)
+    if (request.body.token === undefined) throw new InvalidRequest('token is required')
+    // RFC 7009 section 2.2: 200 whatever the token, so the answer tells nothing about it. An access
+    // token lives until it expires; whatever the hint says, only a refresh token of ours is revoked.
+    const claims = refreshClaims(request.body.token)
+    if (claims) {
+      const userId = subjectId(claims)
+      if (await sessions.revoke(claims.jti, userId) === 'reused') {
+        request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
+      }
+    }
+    return noStore(reply).code(200).send()
   })
 
   app.post('/auth/logout', {

@@ -10,7 +10,7 @@ import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
-import { TokenPairSchema } from '../../schemas/token.js'
+import { OAuthErrorSchema, TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
@@ -35,7 +35,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   app.setErrorHandler(problemErrorHandler)
   // A host that parses forms already keeps its parser; a second one would fail the boot.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
-  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema])
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema])
   documentRoutes(app, {
     OAuth2PasswordBearer: {
       type: 'oauth2',

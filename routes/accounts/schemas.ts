@@ -1,8 +1,9 @@
+import { STATUS_CODES } from 'node:http'
 import { Type } from '@sinclair/typebox'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
-import { LoginFormSchema, RefreshRequestSchema, TokenPairSchema } from '../../schemas/token.js'
+import { OAuthErrorSchema, RefreshRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema } from '../../schemas/token.js'
 import {
   MeUpdateSchema, RegisterSchema, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
 } from '../../schemas/user.js'
@@ -10,6 +11,20 @@ import {
 const authTags = ['auth']
 const userTags = ['users']
 const security = [{ OAuth2PasswordBearer: [] }]
+/** A token endpoint error response: application/json, RFC 6749's members and the problem's. */
+function oauthError (description: string, [error, code, detail]: [string, string, string]) {
+  const status = error === 'invalid_client' ? 401 : 400
+  return {
+    description,
+    content: {
+      'application/json': {
+        schema: ref(OAuthErrorSchema),
+        example: { error, error_description: detail, type: 'about:blank', title: STATUS_CODES[status], status, detail, code }
+      }
+    }
+  }
+}
+
 const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not found']
 
 /** The route schemas of the accounts profile; password and page limits come from its options. */
@@ -22,13 +37,38 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: 
       body: RegisterSchema(passwordMinLength),
       response: { 201: ref(UserSchema), ...problemResponses(409, 422) }
     },
-    login: {
+    token: {
       operationId: 'login',
-      summary: 'Log in with the OAuth 2.0 password grant (form: username = email, password)',
+      summary: 'The OAuth 2.0 token endpoint: log in with the password grant, or refresh',
+      description: 'RFC 6749: `grant_type=password` (the default; `username` is the email) or `grant_type=refresh_token`, ' +
+        'as a form or JSON. `scope` narrows the token to some of the account\'s scopes. Errors are RFC 6749 section 5.2 errors, ' +
+        'which are problem documents too; 429 and 503 are problem documents.',
       tags: authTags,
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
-      body: LoginFormSchema,
-      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422, 429) }
+      body: TokenRequestSchema,
+      response: {
+        200: ref(TokenPairSchema),
+        400: oauthError('invalid_request, invalid_grant (wrong credentials, an inactive account, a bad or spent refresh token), ' +
+          'unsupported_grant_type or invalid_scope', ['invalid_grant', 'AUTH_INVALID_CREDENTIALS', 'Incorrect email or password']),
+        401: oauthError('invalid_client: the HTTP Basic credentials do not decode',
+          ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
+        ...problemResponses(429, 503)
+      }
+    },
+    revoke: {
+      operationId: 'revoke',
+      summary: 'Revoke a token (RFC 7009): always 200, whatever the token',
+      description: 'A refresh token of this server is revoked, ending its login. An access token is accepted and lives until it expires.',
+      tags: authTags,
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: RevocationRequestSchema,
+      response: {
+        200: Type.Null({ description: 'Revoked, or nothing to revoke' }),
+        400: oauthError('invalid_request: no token', ['invalid_request', 'AUTH_INVALID_REQUEST', 'token is required']),
+        401: oauthError('invalid_client: the HTTP Basic credentials do not decode',
+          ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
+        ...problemResponses(503)
+      }
     },
     refresh: {
       operationId: 'refresh',

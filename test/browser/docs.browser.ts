@@ -60,7 +60,12 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   page.setDefaultTimeout(30_000)
   // CSP violations, script errors and 4xx/5xx answers all land here as console errors.
   const consoleErrors: string[] = []
-  page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()) })
+  // The wrong password below fails on purpose: its 400 is expected, nothing else.
+  let failingLogin = false
+  page.on('console', (msg) => {
+    const expected = failingLogin && msg.location().url.endsWith('/api/v1/auth/login') && msg.text().includes('400')
+    if (msg.type() === 'error' && !expected) consoleErrors.push(msg.text())
+  })
   page.on('pageerror', (err) => consoleErrors.push(err.message))
 
   await page.goto(`${base}/docs`)
@@ -72,6 +77,19 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   await authorize.click()
   const dialog = page.locator('.dialog-ux .modal-ux')
   await dialog.locator('#oauth_username').fill(email)
+  await dialog.locator('#oauth_password').fill('not the password')
+  failingLogin = true
+  const [refused] = await Promise.all([
+    page.waitForResponse((res) => new URL(res.url()).pathname === '/api/v1/auth/login'),
+    dialog.locator('button', { hasText: /^Authorize$/ }).click()
+  ])
+  t.equal(refused.status(), 400, 'a wrong password is an OAuth error')
+  t.equal((await refused.json()).error, 'invalid_grant')
+  await dialog.getByText('Incorrect email or password').waitFor()
+  t.match(await dialog.innerText(), /invalid_grant[\s\S]*Incorrect email or password/, 'the dialog shows the error and its error_description')
+  await shot(page, '02-authorize-refused')
+  failingLogin = false
+
   await dialog.locator('#oauth_password').fill(password)
   await shot(page, '02-authorize-dialog-filled')
   const [login] = await Promise.all([

@@ -15,12 +15,14 @@ t.test('the auth plugin refuses options that would weaken or break its tokens', 
     [{ accessTokenMinutes: 0 }, 'auth plugin: accessTokenMinutes must be an integer of at least 1 (got 0)'],
     [{ accessTokenMinutes: '30' }, 'auth plugin: accessTokenMinutes must be an integer of at least 1 (got "30")'],
     [{ refreshTokenDays: 1.5 }, 'auth plugin: refreshTokenDays must be an integer of at least 1 (got 1.5)'],
-    [{ refreshTokenDays: Number.NaN }, 'auth plugin: refreshTokenDays must be an integer of at least 1 (got NaN)']
+    [{ refreshTokenDays: Number.NaN }, 'auth plugin: refreshTokenDays must be an integer of at least 1 (got NaN)'],
+    [{ algorithm: 'RS256' }, 'auth plugin: algorithm must be one of HS256, EdDSA, ES256 (got "RS256")'],
+    [{ algorithm: 'EdDSA', issuer: '' }, 'auth plugin: issuer must be a non-empty string (got "")']
   ]
   for (const [options, message] of cases) {
     t.throws(() => resolveAuthOptions(options), { code: 'AUTH_INVALID_OPTIONS', message }, JSON.stringify(options))
   }
-  t.same(resolveAuthOptions({}), { accessTokenMinutes: 30, refreshTokenDays: 14 })
+  t.same(resolveAuthOptions({}), { algorithm: 'HS256', accessTokenMinutes: 30, refreshTokenDays: 14 })
 })
 
 t.test('the accounts plugin names the bad option, defaults the rest', async (t) => {

@@ -96,7 +96,7 @@ t.test('refresh refuses what is not a valid refresh token of this server', async
     ['a token whose record does not exist', sign({}), /already used, revoked, or is unknown/],
     ['a token without an expiry', sign({}, {}), /lacks required claims/],
     ['a token of another key', createSigner({ key: 'another-key' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /signature is invalid/],
-    ['an alg none token', createSigner({ algorithm: 'none' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /malformed or its signature is invalid/],
+    ['an alg none token', createSigner({ algorithm: 'none' })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID() }), /not signed with HS256/],
     ['a subject that is not a user id', sign({ sub: 'admin' }), /not a user id/],
     ['a subject of zero', sign({ sub: '0' }), /not a user id/]
   ]
