@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto'
 import { eq } from 'drizzle-orm'
+import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { users } from '../../../db/schema.js'
 import { PASSWORD, build, claimsOf, register } from '../../support/app.js'
 
-const app = await build(t, { LOGIN_MAX_FAILURES: 0 })
+const SECRET_KEY = 'the token endpoint test secret'
+const app = await build(t, { LOGIN_MAX_FAILURES: 0, SECRET_KEY })
 const TOKEN_URL = '/api/v1/auth/login'
 
 const token = (fields: Record<string, string>, headers: Record<string, string> = {}) => app.inject({
@@ -40,12 +43,21 @@ t.test('the refresh grant at the token URL rotates, as /auth/refresh does', asyn
   t.equal(replayed.headers['content-type'], 'application/problem+json; charset=utf-8')
 })
 
-t.test('bad refresh tokens are invalid_grant: garbage, an access token, an expired one', async (t) => {
+t.test('bad refresh tokens are invalid_grant: garbage, an access token, an expired one, a revoked one', async (t) => {
   const pair = (await password()).json()
-  for (const [what, value] of [['garbage', 'not.a.token'], ['an access token', pair.access_token]]) {
+  const now = Math.floor(Date.now() / 1000)
+  const expired = createSigner({ key: SECRET_KEY })({ sub: String(user.id), scopes: ['me'], type: 'refresh', jti: randomUUID(), iat: now - 100, exp: now - 10 })
+  const revoked = (await password()).json().refresh_token
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: revoked } })).statusCode, 204)
+  for (const [what, value, detail] of [
+    ['garbage', 'not.a.token', /malformed/],
+    ['an access token', pair.access_token, /not a refresh token/],
+    ['an expired token', expired, /expired/],
+    ['a revoked token', revoked, /already used, revoked/]
+  ] as const) {
     const res = await token({ grant_type: 'refresh_token', refresh_token: value })
     t.equal(res.statusCode, 400, what)
-    t.equal(res.json().error, 'invalid_grant', what)
+    t.match(res.json(), { error: 'invalid_grant', error_description: detail }, what)
   }
 })
 
