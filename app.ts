@@ -35,6 +35,9 @@ declare module 'fastify' {
 
 export const API_PREFIX = '/api/v1'
 
+/** A hop count as Fastify's runtime reads one (its types take no number): the nearest `hops` proxies. */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops
+
 export type BuildOptions = FastifyHttpOptions<Server> & {
   /** Use this open database client instead of connecting to DATABASE_URL; the caller closes it. */
   database?: DatabaseClient
@@ -45,6 +48,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   const config = resolveConfig(settings)
   const app = Fastify({
     bodyLimit: config.BODY_LIMIT,
+    // Which X-Forwarded-For hops to believe for request.ip, which every per-address rule reads.
+    trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
     // A new PGlite folder initialises its cluster on first open, which can take seconds.

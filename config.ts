@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
@@ -7,6 +8,9 @@ import { ALGORITHMS } from './plugins/auth/keys.js'
 import type { FieldTableSpec } from './db/field-table.js'
 import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
 import { resolveResourceOptions } from './routes/resources/options.js'
+
+// An address or CIDR, IPv4 or IPv6, or one of proxy-addr's names for a range.
+const PROXY_ADDRESS = '^(loopback|linklocal|uniquelocal|[0-9a-fA-F.:]+(/\\d{1,3})?)$'
 
 const Int = (min: number, fallback: number, max = 2147483647) =>
   Type.Integer({ minimum: min, maximum: max, default: fallback })
@@ -54,6 +58,14 @@ export const ConfigSchema = Type.Object({
     minLength: 1,
     description: 'the path of a JSON file of resources with fields, such as resources.json'
   })),
+  TRUST_PROXY: Type.Union([
+    Type.Boolean(),
+    Type.Integer({ minimum: 0, maximum: 64 }),
+    Type.Array(Type.String({ pattern: PROXY_ADDRESS }), { minItems: 1 })
+  ], {
+    default: false,
+    description: 'false, true, a hop count, or a comma-separated list of proxy addresses or CIDRs such as 10.0.0.0/8,loopback'
+  }),
   PASSWORD_MIN_LENGTH: Int(1, 8, 1024),
   LOGIN_MAX_FAILURES: Int(0, 10),
   REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
@@ -76,7 +88,25 @@ export const ConfigError = createError('PLINTH_INVALID_CONFIG', '%s')
 const TRUE = new Set(['true', '1', 'yes'])
 const FALSE = new Set(['false', '0', 'no'])
 
+function isProxyAddress (entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const version = isIP(address)
+  if (version === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+}
+
+/** TRUST_PROXY as Fastify's trustProxy takes it: true or false, a hop count, or the proxies' addresses. */
+function trustProxyOf (raw: string): unknown {
+  const text = raw.trim().toLowerCase()
+  // Only the words are booleans here: "1" is one hop, which trusts far less than true.
+  if (text === 'true' || text === 'false') return text === 'true'
+  if (/^\d+$/.test(text)) return Number(text)
+  return raw.split(',').map((part) => part.trim()).filter(Boolean)
+}
+
 function fromEnv (name: string, raw: string, schema: TSchema): unknown {
+  if (name === 'TRUST_PROXY') return trustProxyOf(raw)
   switch (schema.type) {
     case 'integer': {
       const text = raw.trim()
@@ -114,6 +144,10 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   const taken = config.RESOURCES.find((name) => BUILT_IN_TABLES.includes(name))
   if (taken) {
     throw new ConfigError(`RESOURCES: "${taken}" is a table of the service (${BUILT_IN_TABLES.join(', ')}); choose another name`)
+  }
+  const badProxy = Array.isArray(config.TRUST_PROXY) ? config.TRUST_PROXY.find((entry) => !isProxyAddress(entry)) : undefined
+  if (badProxy !== undefined) {
+    throw new ConfigError(`TRUST_PROXY: "${badProxy}" is not an IP address, a CIDR such as 10.0.0.0/8, or loopback, linklocal, uniquelocal`)
   }
   if (config.JWT_PRIVATE_KEY !== undefined && config.JWT_PRIVATE_KEY_FILE !== undefined) {
     throw new ConfigError('JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE are both set; keep one')

@@ -14,6 +14,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     MAX_PAGE_LIMIT: 100,
     CREATE_TABLES_ON_STARTUP: true,
     RESOURCES: ['records'],
+    TRUST_PROXY: false,
     PASSWORD_MIN_LENGTH: 8,
     LOGIN_MAX_FAILURES: 10,
     REFRESH_REUSE_DETECTION: false,
