@@ -95,6 +95,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
     loginMaxFailures: config.LOGIN_MAX_FAILURES,
     reuseDetection: config.REFRESH_REUSE_DETECTION,
+    reuseIntervalSeconds: config.REFRESH_REUSE_INTERVAL_SECONDS,
     purgeIntervalMs: config.PURGE_INTERVAL_SECONDS * 1000,
     defaultLimit: config.DEFAULT_PAGE_LIMIT,
     maxLimit: config.MAX_PAGE_LIMIT,

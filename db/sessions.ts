@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, lt, or, sql, type SQLWrapper } from 'drizzle-orm'
+import { and, eq, gt, lt, or, sql, type SQLWrapper } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { loginFailures, refreshTokens, users } from './schema.js'
 import type { UserRow } from './users.js'
@@ -7,8 +7,11 @@ export type RefreshTokenRow = typeof refreshTokens.$inferSelect
 export type NewRefreshToken = Pick<RefreshTokenRow, 'jti' | 'user_id' | 'family_id' | 'expires_at'>
 /** The successor of a rotated token: its id and expiry, chosen before the rotation. */
 export type Successor = Pick<RefreshTokenRow, 'jti' | 'expires_at'>
-/** Why a refresh token was refused: unknown, spent or expired, or a replay that ended its family. */
-export type Refusal = 'invalid' | 'reused'
+/**
+ * Why a refresh token was refused: unknown, spent or expired; spent by a rotation within the reuse
+ * interval (two tabs refreshing at once), its family kept; or a replay that ended its family.
+ */
+export type Refusal = 'invalid' | 'recent' | 'reused'
 
 /** Attempts from this email and address in the current window (this one included), and the email's account. */
 export interface LoginAttempt {
@@ -24,6 +27,8 @@ export interface SessionOptions {
   loginWindowSeconds: number
   /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
   reuseDetection: boolean
+  /** Within this many seconds of its rotation, a token presented again is refused without ending its family. */
+  reuseIntervalSeconds: number
 }
 
 /**
@@ -31,8 +36,9 @@ export interface SessionOptions {
  * rotated into the next; login attempts are counted per email and client address, in the
  * database, so every server process shares the limit.
  */
-export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false }: Partial<SessionOptions> = {}) {
+export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10 }: Partial<SessionOptions> = {}) {
   const window = sql.raw(`interval '${Math.trunc(loginWindowSeconds)} seconds'`)
+  const grace = sql.raw(`interval '${Math.trunc(reuseIntervalSeconds)} seconds'`)
   const inWindow = sql`${loginFailures.window_start} > now() - ${window}`
   const attempter = { email: sql.placeholder('email'), address: sql.placeholder('address') }
   const ofAttempter = and(eq(loginFailures.email, attempter.email), eq(loginFailures.address, attempter.address))
@@ -91,15 +97,19 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const rotation = db.with(revoked, successor).select({ scopes: revoked.scopes }).from(revoked)
     .prepare('sessions_rotate')
 
-  /** A revoked token presented again ends its whole family, with reuse detection on. */
+  /** A revoked token presented again ends its whole family, with reuse detection on, unless it was rotated just now. */
   async function revokeFamilyIfReplayed (jti: string, userId: number): Promise<Refusal> {
     if (!reuseDetection) return 'invalid'
-    const replayed = db.select({ family_id: refreshTokens.family_id }).from(refreshTokens)
+    // The token's rotation is when its successor, the next token of its family, was stored.
+    const successor = sql`(select min(next.created_at) from ${refreshTokens} next
+      where next.family_id = ${refreshTokens.family_id} and next.created_at > ${refreshTokens.created_at})`
+    const [replayed] = await db.select({ family: refreshTokens.family_id, recent: sql<boolean>`coalesce(${successor} > now() - ${grace}, false)` })
+      .from(refreshTokens)
       .where(and(eq(refreshTokens.jti, jti), eq(refreshTokens.user_id, userId), eq(refreshTokens.revoked, true)))
-    const rows = await db.update(refreshTokens).set({ revoked: true })
-      .where(inArray(refreshTokens.family_id, replayed))
-      .returning({ jti: refreshTokens.jti })
-    return rows.length > 0 ? 'reused' : 'invalid'
+    if (!replayed) return 'invalid'
+    if (replayed.recent) return 'recent'
+    await db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.family_id, replayed.family))
+    return 'reused'
   }
 
   return {

@@ -38,6 +38,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   /** The 401 for a token that cannot be used; a replay detected is logged for the account's owner. */
   function refused (request: FastifyRequest, refusal: Refusal, userId: number) {
     if (refusal === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
+    if (refusal === 'recent') return new InvalidRefreshToken('another request rotated it a moment ago; use the pair that request received')
     request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
     return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }

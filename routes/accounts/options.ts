@@ -14,6 +14,8 @@ export const AccountsOptionsSchema = Type.Object({
   purgeIntervalMs: Count(1000, 3_600_000),
   /** A revoked refresh token presented again revokes its whole family (RFC 9700 4.14.2). */
   reuseDetection: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
+  /** With reuse detection, a token presented again this soon after its rotation is refused, its family kept (0: none). */
+  reuseIntervalSeconds: Count(0, 10),
   firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
 })
 

@@ -44,7 +44,8 @@ t.test('the accounts plugin names the bad option, defaults the rest', async (t) 
     maxLimit: 10,
     defaultLimit: 10,
     purgeIntervalMs: 3_600_000,
-    reuseDetection: false
+    reuseDetection: false,
+    reuseIntervalSeconds: 10
   }, 'the default page never exceeds the maximum')
 })
 

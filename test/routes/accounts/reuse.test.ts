@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { refreshTokens } from '../../../db/schema.js'
 import type { App } from '../../../app.js'
@@ -20,7 +20,7 @@ const familyRows = async (app: App, userId: number) =>
 
 t.test('a replayed rotated token revokes its whole family, and the revocation outlives the 401', async (t) => {
   const logs = captureLogs()
-  const app = await build(t, { REFRESH_REUSE_DETECTION: true }, { logger: logs.logger })
+  const app = await build(t, { REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 0 }, { logger: logs.logger })
   const { user, email, session } = await newAccount(app)
   const other = await login(app, email) // a second login: another family, which must survive
   const second = await rotate(app, session.refresh_token)
@@ -46,7 +46,7 @@ t.test('a replayed rotated token revokes its whole family, and the revocation ou
 })
 
 t.test('a logged-out token presented again at logout revokes its family', async (t) => {
-  const app = await build(t, { REFRESH_REUSE_DETECTION: true })
+  const app = await build(t, { REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 0 })
   const { user, session } = await newAccount(app)
   const next = await rotate(app, session.refresh_token)
   t.equal((await logout(app, session.refresh_token)).statusCode, 401)
@@ -64,6 +64,46 @@ t.test('an unknown or forged jti is an ordinary 401 and revokes nothing', async 
   t.equal(res.statusCode, 401)
   t.match(res.json().detail, /already used, revoked, or is unknown/)
   t.equal((await refresh(app, again.refresh_token)).statusCode, 200)
+})
+
+t.test('within REFRESH_REUSE_INTERVAL_SECONDS of its rotation a replay is refused and the family kept; after it, the family ends', async (t) => {
+  const app = await build(t, { REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 10 })
+  const { user, session } = await newAccount(app)
+  const first = session.refresh_token
+  const second = await rotate(app, first)
+  const jtiOf = (token: string) => String(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti)
+  const stored = async (token: string, age: string) =>
+    app.plinthDb.db.update(refreshTokens).set({ created_at: sql`now() - ${age}::interval` }).where(eq(refreshTokens.jti, jtiOf(token)))
+
+  const twin = await refresh(app, first)
+  t.equal(twin.statusCode, 401, 'the second tab of two refreshing at once')
+  t.match(twin.json().detail, /another request rotated it a moment ago; use the pair that request received/)
+  t.ok((await familyRows(app, user.id)).some((row) => !row.revoked), 'the family lives')
+
+  // The rotation is when the successor was stored: at the edges, just inside and just outside.
+  await stored(first, '60 seconds')
+  await stored(second, '9.5 seconds')
+  t.match((await refresh(app, first)).json().detail, /a moment ago/, '9.5 s after its rotation: inside')
+  await stored(second, '10.5 seconds')
+  t.match((await refresh(app, first)).json().detail, REUSED, '10.5 s after: a replay, the family ends')
+  t.equal((await refresh(app, second)).statusCode, 401)
+  t.ok((await familyRows(app, user.id)).every((row) => row.revoked))
+})
+
+t.test('at the token endpoint the second tab reads invalid_grant, and its sibling keeps refreshing', async (t) => {
+  const app = await build(t, { REFRESH_REUSE_DETECTION: true })
+  const { session } = await newAccount(app)
+  const grant = (token: string) => app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token }).toString()
+  })
+  const [a, b] = await Promise.all([grant(session.refresh_token), grant(session.refresh_token)])
+  const [won, lost] = a.statusCode === 200 ? [a, b] : [b, a]
+  t.same([won.statusCode, lost.statusCode], [200, 400])
+  t.equal(lost.json().error, 'invalid_grant')
+  t.equal((await grant(won.json().refresh_token)).statusCode, 200, 'the winner\'s pair still works')
 })
 
 t.test('off by default: a replay is refused but the rest of the chain lives on, as SPEC.md says', async (t) => {

@@ -3,7 +3,7 @@ import t from 'tap'
 import { refreshTokens } from '../../../db/schema.js'
 import { build, claimsOf, newAccount } from '../../support/app.js'
 
-const app = await build(t, { LOGIN_MAX_FAILURES: 0, REFRESH_REUSE_DETECTION: true })
+const app = await build(t, { LOGIN_MAX_FAILURES: 0, REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 0 })
 
 const revoke = (fields: Record<string, string>, headers: Record<string, string> = {}) => app.inject({
   method: 'POST',
