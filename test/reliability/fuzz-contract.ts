@@ -6,22 +6,30 @@ export interface Answer {
 }
 
 const PROBLEM_MEDIA_TYPE = /^application\/problem\+json(;|$)/
+const JSON_MEDIA_TYPE = /^application\/json(;|$)/
+const OAUTH_ERRORS = ['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope']
 
 /**
  * What is wrong with a response under the error contract, or undefined: never a 5xx, and every
  * 4xx a problem document whose `status` is the HTTP status, with a string `detail` and `code`.
+ * The OAuth endpoints' errors are problem documents served as application/json with RFC 6749's
+ * `error` and `error_description` too.
  */
 export function contractViolation (answer: Answer): string | undefined {
   const status = answer.statusCode
   if (status >= 500) return `status ${status}`
   if (status < 400) return undefined
   const type = String(answer.headers['content-type'] ?? '')
-  if (!PROBLEM_MEDIA_TYPE.test(type)) return `a ${status} of content type "${type}", not application/problem+json`
-  let body: { detail?: unknown, status?: unknown, code?: unknown }
+  const oauth = JSON_MEDIA_TYPE.test(type)
+  if (!PROBLEM_MEDIA_TYPE.test(type) && !oauth) return `a ${status} of content type "${type}", not application/problem+json`
+  let body: { detail?: unknown, status?: unknown, code?: unknown, error?: unknown, error_description?: unknown }
   try {
     body = JSON.parse(answer.body)
   } catch {
     return `a ${status} whose body is not JSON`
+  }
+  if (oauth && !(OAUTH_ERRORS.includes(String(body?.error)) && body.error_description === body.detail)) {
+    return `a ${status} of content type "${type}" that is not an RFC 6749 error`
   }
   if (typeof body?.detail !== 'string') return `a ${status} without a string detail`
   if (body.status !== status) return `a ${status} whose body says status ${JSON.stringify(body.status)}`
