@@ -78,6 +78,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     previousKeys: config.JWT_PREVIOUS_KEYS,
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
+    sessionCheck: config.SESSION_CHECK,
     accessTokenMinutes: config.ACCESS_TOKEN_EXPIRE_MINUTES,
     refreshTokenDays: config.REFRESH_TOKEN_EXPIRE_DAYS
   })

@@ -70,6 +70,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_MAX_FAILURES: Int(0, 10),
   REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
   REFRESH_REUSE_INTERVAL_SECONDS: Int(0, 10, 3600),
+  SESSION_CHECK: Type.Boolean({ default: true }),
   // setInterval's longest delay is 2^31-1 ms, about 24.8 days.
   PURGE_INTERVAL_SECONDS: Int(1, 3600, 2_147_483),
   WORKERS: Int(1, 1, 64),

@@ -7,10 +7,13 @@ import { TASK_INDEXES, TASKS_TABLE, TaskFields } from './tasks.js'
 
 // bench/run.js always sets BENCH_DATABASE_URL for this child.
 main(async () => {
-  // BENCH_JWT_PRIVATE_KEY makes this the EdDSA server of the token-verify scenarios.
+  // BENCH_JWT_PRIVATE_KEY makes this the EdDSA server of the token-verify scenarios, BENCH_STATELESS the one without the session check.
   const key = process.env.BENCH_JWT_PRIVATE_KEY
   const app = await buildApp({
-    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'memory://', LOG_LEVEL: 'silent', ...(key ? { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key } : {})
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'memory://',
+    LOG_LEVEL: 'silent',
+    ...(key ? { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key } : {}),
+    ...(process.env.BENCH_STATELESS ? { SESSION_CHECK: false } : {})
   }, { logger: false })
   // A resource defined by its fields, next to the records one, so the two compare in one run.
   await app.register(resourcePlugin, { prefix: API_PREFIX, name: TASKS_TABLE, fields: TaskFields, indexes: TASK_INDEXES })

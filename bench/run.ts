@@ -8,6 +8,7 @@ import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
 import { generateKey } from '../plugins/auth/keys.js'
+import type { Scenario } from './scenario.js'
 
 const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
   --quick      smoke run under a minute: every scenario once for 1 s, no warm-up, 100k rows for the 1m ones;
@@ -119,17 +120,18 @@ async function main () {
     notes.push(`PGlite start to healthy on an existing folder: ${startup.healthyMs.toFixed(0)} ms (first start with migrations ${startup.firstMs.toFixed(0)} ms), RSS ${mb(startup.rss)} MB`)
     // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
     const appEnv = { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000' }
-    const [bare, app, eddsa] = await Promise.all([
+    const wanted = (server: Scenario['server']) => flags.selected.some((scenario) => scenario.server === server)
+    const [bare, app, eddsa, stateless] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
       startServer('app', 'app-server', pinning, appEnv),
-      flags.selected.some((scenario) => scenario.eddsa)
-        ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv, BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) })
-        : undefined
+      wanted('eddsa') ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv, BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) }) : undefined,
+      wanted('stateless') ? startServer('app (SESSION_CHECK=false)', 'app-server', pinning, { ...appEnv, BENCH_STATELESS: '1' }) : undefined
     ])
+    const servers = { eddsa, stateless }
     const rows: Row[] = []
     const baseline: Measured[] = []
     for (const scenario of flags.selected) {
-      const server = scenario.eddsa ? eddsa! : app
+      const server = scenario.server ? servers[scenario.server]! : app
       const request = await prepare(scenario, server.url, flags.quick)
       const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
       const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined

@@ -30,8 +30,8 @@ export interface Scenario {
   headers?: Record<string, string>
   /** Only offered on PostgreSQL (a million rows do not fit the PGlite-over-HTTP top-up). */
   postgresOnly?: boolean
-  /** Against a second app server that signs its tokens with EdDSA rather than HS256. */
-  eddsa?: boolean
+  /** Against another app server: one that signs with EdDSA, or one without the session check. */
+  server?: 'eddsa' | 'stateless'
   /**
    * Runs once before the scenario's rounds, against the app at `baseUrl` (e.g. to create a
    * user and log in); what it returns is merged into the request (e.g. an Authorization header).

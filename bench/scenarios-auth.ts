@@ -27,11 +27,11 @@ let login: (() => Promise<void>) | undefined
 // connections keeps each account to about one attempt at a time, as real users are.
 const ACCOUNTS = 64
 
-/** GET /users/me with a fresh account's access token: the guard's verify and one user lookup. */
-const guardedGet = (name: string, eddsa: boolean): Scenario => ({
+/** GET /users/me with a fresh account's access token: the guard's verify and its one lookup. */
+const guardedGet = (name: string, server?: Scenario['server']): Scenario => ({
   name,
   path: '/api/v1/users/me',
-  eddsa,
+  server,
   setup: async (baseUrl) => {
     const { access_token: token } = await call<{ access_token: string }>(baseUrl, `${AUTH}/login`, { method: 'POST', form: await account(baseUrl) })
     return { headers: { authorization: `Bearer ${token}` } }
@@ -39,8 +39,9 @@ const guardedGet = (name: string, eddsa: boolean): Scenario => ({
 })
 
 export const authScenarios: Scenario[] = [
-  guardedGet('me-hs256', false),
-  guardedGet('me-eddsa', true),
+  guardedGet('me-get'),
+  guardedGet('me-get-stateless', 'stateless'),
+  guardedGet('me-eddsa', 'eddsa'),
   {
     name: 'login',
     method: 'POST',

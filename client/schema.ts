@@ -157,7 +157,7 @@ export interface paths {
         put?: never;
         /**
          * Revoke a token (RFC 7009): always 200, whatever the token
-         * @description A refresh token of this server is revoked, ending its login. An access token is accepted and lives until it expires.
+         * @description A refresh or access token of this server ends its session: its refresh token and its access tokens stop working.
          */
         post: operations["revoke"];
         delete?: never;
@@ -1329,7 +1329,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": {
-                    /** @description A refresh token to revoke (an access token is accepted and lives until it expires) */
+                    /** @description A refresh or access token: its session ends */
                     token?: string;
                     /**
                      * @description refresh_token or access_token; a hint only
@@ -1340,7 +1340,7 @@ export interface operations {
                     client_secret?: string;
                 };
                 "application/json": {
-                    /** @description A refresh token to revoke (an access token is accepted and lives until it expires) */
+                    /** @description A refresh or access token: its session ends */
                     token?: string;
                     /**
                      * @description refresh_token or access_token; a hint only

@@ -18,11 +18,26 @@ export const users = pgTable('users', {
   created_at: createdAt()
 })
 
+/** A login: one family of refresh tokens, and what its access tokens name as `sid`. */
+export const sessions = pgTable('sessions', {
+  id: uuid('id').primaryKey(),
+  user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  created_at: createdAt(),
+  // The last refresh; the login itself until then.
+  last_used_at: timestamp('last_used_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  user_agent: text('user_agent'),
+  ip: text('ip'),
+  // Set when the session ends; its access tokens die with it.
+  ended_at: timestamp('ended_at', { withTimezone: true, mode: 'date' })
+}, (table) => [
+  index('sessions_user_id_idx').on(table.user_id)
+])
+
 export const refreshTokens = pgTable('refresh_tokens', {
   jti: uuid('jti').primaryKey(),
   user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-  // Every token rotated from one login shares the family, so reuse can revoke the whole chain.
-  family_id: uuid('family_id').notNull(),
+  // Every token rotated from one login shares the family, its session, so reuse can revoke the whole chain.
+  family_id: uuid('family_id').notNull().references(() => sessions.id, { onDelete: 'cascade' }),
   expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   revoked: boolean('revoked').notNull().default(false),
   created_at: createdAt()

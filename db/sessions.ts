@@ -1,6 +1,7 @@
-import { and, eq, gt, lt, or, sql, type SQLWrapper } from 'drizzle-orm'
+import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { batched } from './batch.js'
 import type { Database } from './client.js'
-import { loginFailures, refreshTokens, users } from './schema.js'
+import { loginFailures, refreshTokens, sessions, users } from './schema.js'
 import type { UserRow } from './users.js'
 
 export type RefreshTokenRow = typeof refreshTokens.$inferSelect
@@ -22,6 +23,9 @@ export interface LoginAttempt {
 }
 
 export interface Attempter { email: string, address: string }
+
+/** What a session records of the client that opened it. */
+export interface Client { user_agent: string | null, ip: string | null }
 
 export interface SessionOptions {
   loginWindowSeconds: number
@@ -68,8 +72,12 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     .prepare('sessions_begin_login')
   const clearAttempts = db.delete(loginFailures).where(ofAttempter).prepare('sessions_clear_attempts')
   const cleared = db.$with('cleared').as(db.delete(loginFailures).where(ofAttempter))
-  const clearAndOpen = db.with(cleared).insert(refreshTokens).values(token).prepare('sessions_open_counted')
-  const open = db.insert(refreshTokens).values(token).prepare('sessions_open')
+  // The session and its first refresh token in one statement; the foreign key is checked at its end.
+  const opened = db.$with('opened').as(db.insert(sessions).values({
+    id: token.family_id, user_id: token.user_id, user_agent: sql.placeholder('user_agent'), ip: sql.placeholder('ip')
+  }).returning({ id: sessions.id }))
+  const clearAndOpen = db.with(cleared, opened).insert(refreshTokens).values(token).prepare('sessions_open_counted')
+  const open = db.with(opened).insert(refreshTokens).values(token).prepare('sessions_open')
 
   const usable = (jti: string | SQLWrapper, userId: number | SQLWrapper) => and(
     eq(refreshTokens.jti, jti),
@@ -94,8 +102,21 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     revoked: sql`false`.as('revoked'),
     created_at: sql`now()`.as('created_at')
   }).from(revoked)))
-  const rotation = db.with(revoked, successor).select({ scopes: revoked.scopes }).from(revoked)
+  const touched = db.$with('touched').as(db.update(sessions).set({ last_used_at: sql`now()` })
+    .where(sql`${sessions.id} in (select family_id from ${revoked})`).returning({ id: sessions.id }))
+  const rotation = db.with(revoked, successor, touched).select({ scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
+
+  /** Ends the sessions `where` picks and revokes their refresh tokens; how many were live. */
+  async function endSessions (where: SQL): Promise<number> {
+    const ended = await db.update(sessions).set({ ended_at: sql`now()` }).where(and(where, isNull(sessions.ended_at)))
+      .returning({ id: sessions.id })
+    if (ended.length > 0) {
+      await db.update(refreshTokens).set({ revoked: true })
+        .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
+    }
+    return ended.length
+  }
 
   /** A revoked token presented again ends its whole family, with reuse detection on, unless it was rotated just now. */
   async function revokeFamilyIfReplayed (jti: string, userId: number): Promise<Refusal> {
@@ -109,6 +130,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     if (!replayed) return 'invalid'
     if (replayed.recent) return 'recent'
     await db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.family_id, replayed.family))
+    await endSessions(eq(sessions.id, replayed.family))
     return 'reused'
   }
 
@@ -124,35 +146,41 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       await clearAttempts.execute({ email, address })
     },
 
-    /** Stores a login's first refresh token; given the counted attempter, also forgets its attempts, in one statement. */
-    async openSession (first: NewRefreshToken, counted?: Attempter) {
-      await (counted ? clearAndOpen.execute({ ...counted, ...first }) : open.execute(first))
+    /**
+     * Opens a session (its id is the family's) with its first refresh token; given the counted
+     * attempter, also forgets its attempts, in one statement.
+     */
+    async openSession (first: NewRefreshToken, client: Client, counted?: Attempter) {
+      await (counted ? clearAndOpen.execute({ ...counted, ...first, ...client }) : open.execute({ ...first, ...client }))
     },
 
     /**
      * Spends `jti` and stores `next` in its family, provided the user exists and is active: the
-     * user's current scopes, or null when nothing was rotated (then ask revokeFamilyIfReplayed why).
+     * user's current scopes and the session, or null when nothing was rotated (then ask
+     * revokeFamilyIfReplayed why).
      */
-    async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string } | null> {
+    async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string, sid: string } | null> {
       const [rotated] = await rotation.execute({ jti, user_id: userId, next_jti: next.jti, next_expires_at: next.expires_at.toISOString() })
       return rotated ?? null
     },
 
     revokeFamilyIfReplayed,
 
-    /** Logout: revokes `jti`, or says why it could not. */
+    /** Logout: ends the session of `jti`, a usable refresh token, or says why it could not. */
     async revoke (jti: string, userId: number): Promise<'ok' | Refusal> {
-      const rows = await db.update(refreshTokens).set({ revoked: true }).where(usable(jti, userId))
-        .returning({ jti: refreshTokens.jti })
-      return rows.length > 0 ? 'ok' : revokeFamilyIfReplayed(jti, userId)
+      const [token] = await db.select({ family: refreshTokens.family_id }).from(refreshTokens).where(usable(jti, userId))
+      if (token && await endSessions(eq(sessions.id, token.family)) > 0) return 'ok'
+      return revokeFamilyIfReplayed(jti, userId)
     },
 
-    /** Ends every session of the user; returns how many refresh tokens were still usable. */
-    async revokeAll (userId: number): Promise<number> {
-      const rows = await db.update(refreshTokens).set({ revoked: true })
-        .where(and(eq(refreshTokens.user_id, userId), eq(refreshTokens.revoked, false)))
-        .returning({ jti: refreshTokens.jti })
-      return rows.length
+    /** Ends one session of the user (an access token's `sid`); false when it was not live. */
+    async end (sid: string, userId: number): Promise<boolean> {
+      return await endSessions(and(eq(sessions.id, sid), eq(sessions.user_id, userId))!) > 0
+    },
+
+    /** Ends every session of the user, or every one but `keep`; returns how many were live. */
+    async revokeAll (userId: number, keep?: string): Promise<number> {
+      return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!)
     },
 
     /**
@@ -167,9 +195,34 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
         db.delete(loginFailures).where(lt(loginFailures.window_start, sql`now() - ${window}`))
           .returning({ email: loginFailures.email })
       ])
+      // A session goes with its last refresh record: no token of it can be used, nor kept as evidence.
+      await db.delete(sessions).where(sql`not exists (select 1 from ${refreshTokens} where ${refreshTokens.family_id} = ${sessions.id})`)
       return { tokens: tokens.length, counters: counters.length }
     }
   }
 }
 
 export type SessionRepository = ReturnType<typeof createSessionRepository>
+
+/** The account behind an access token, and whether the session it names is still live. */
+export interface SessionUser { user: UserRow, live: boolean }
+
+/**
+ * The guard's lookup: the user and the session's state in one statement, shared by every guard
+ * of one event-loop turn (as the user lookup alone was).
+ */
+export function createSessionLookup (db: Database) {
+  const keys = sql`unnest(${sql.placeholder('ids')}::int[], ${sql.placeholder('sids')}::uuid[]) as k(id, sid)`
+  const lookup = db.select({ sid: sql<string>`k.sid`.as('sid'), live: sql<boolean>`${sessions.id} is not null`.as('live'), user: users })
+    .from(keys)
+    .innerJoin(users, sql`${users.id} = k.id`)
+    .leftJoin(sessions, sql`${sessions.id} = k.sid and ${sessions.user_id} = k.id and ${sessions.ended_at} is null`)
+    .prepare('sessions_lookup')
+  const loader = batched<string, SessionUser | null>(async (pairs) => {
+    const split = pairs.map((pair) => pair.split(' '))
+    const rows = await lookup.execute({ ids: split.map(([id]) => Number(id)), sids: split.map(([, sid]) => sid) })
+    const found = new Map(rows.map((row) => [`${row.user.id} ${row.sid}`, { user: row.user, live: row.live }]))
+    return pairs.map((pair) => found.get(pair) ?? null)
+  })
+  return (userId: number, sid: string) => loader.load(`${userId} ${sid}`)
+}

@@ -45,7 +45,7 @@ export type OAuthError = Static<typeof OAuthErrorSchema>
 
 /** RFC 7009 section 2.1: the token to revoke, and what the client thinks it is. */
 export const RevocationRequestSchema = Type.Object({
-  token: Type.Optional(Text({ minLength: 1, maxLength: 4096, description: 'A refresh token to revoke (an access token is accepted and lives until it expires)' })),
+  token: Type.Optional(Text({ minLength: 1, maxLength: 4096, description: 'A refresh or access token: its session ends' })),
   token_type_hint: Type.Optional(Text({ maxLength: 64, description: 'refresh_token or access_token; a hint only', examples: ['refresh_token'] })),
   client_id: Type.Optional(Text({ maxLength: 256 })),
   client_secret: Type.Optional(Text({ maxLength: 256 }))

@@ -19,6 +19,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     LOGIN_MAX_FAILURES: 10,
     REFRESH_REUSE_DETECTION: false,
     REFRESH_REUSE_INTERVAL_SECONDS: 10,
+    SESSION_CHECK: true,
     PURGE_INTERVAL_SECONDS: 3600,
     WORKERS: 1,
     BODY_LIMIT: 1048576,

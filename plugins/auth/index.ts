@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { createSessionLookup } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
@@ -57,11 +58,21 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
 async function authPlugin (app: App, opts: AuthOptions) {
-  const { algorithm, secret, privateKey, keyId, previousKeys, issuer, audience, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
+  const { algorithm, secret, privateKey, keyId, previousKeys, issuer, audience, sessionCheck, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
   if (algorithm === 'HS256' && secret === undefined) app.log.warn(SECRET_WARNING)
   const keys = loadSigningKeys({ algorithm, secret: secret ?? randomBytes(32).toString('base64url'), privateKey, keyId, previousKeys })
   const tokens = createTokens(keys, { accessSeconds: accessTokenMinutes * 60, refreshSeconds: refreshTokenDays * 86400, issuer, audience })
   const users = createUserRepository(app.plinthDb.db)
+  const sessionUsers = createSessionLookup(app.plinthDb.db)
+
+  /** The token's account, read fresh; with the session check, in the same statement as its session's state. */
+  async function accountOf (claims: TokenClaims): Promise<UserRow | null> {
+    if (!sessionCheck) return users.get(subjectId(claims))
+    if (claims.sid === undefined) throw invalidToken('the token names no session; log in again')
+    const found = await sessionUsers(subjectId(claims), claims.sid)
+    if (found && !found.live) throw invalidToken('its session has ended')
+    return found?.user ?? null
+  }
 
   async function authenticate (request: FastifyRequest) {
     let claims: TokenClaims
@@ -71,7 +82,7 @@ async function authPlugin (app: App, opts: AuthOptions) {
       if (err instanceof TokenError) throw invalidToken(err.message)
       throw err
     }
-    const user = await users.get(subjectId(claims))
+    const user = await accountOf(claims)
     if (!user) throw invalidToken('the user no longer exists')
     if (!user.is_active) throw inactiveUser()
     request.account = user

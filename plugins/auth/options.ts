@@ -13,6 +13,8 @@ export const AuthOptionsSchema = Type.Object({
   previousKeys: Optional('Keys still accepted and published after a rotation: a JWK Set or a JSON array of JWKs (JWT_PREVIOUS_KEYS)'),
   issuer: Optional('The iss claim to sign and require (JWT_ISSUER)'),
   audience: Optional('The aud claim to sign and require (JWT_AUDIENCE)'),
+  /** Whether the guard checks that an access token's session is still live (SESSION_CHECK). */
+  sessionCheck: Type.Boolean({ default: true, errorMessage: 'must be true or false' }),
   accessTokenMinutes: Type.Integer({ minimum: 1, default: 30, errorMessage: 'must be an integer of at least 1' }),
   refreshTokenDays: Type.Integer({ minimum: 1, default: 14, errorMessage: 'must be an integer of at least 1' })
 })

@@ -12,6 +12,8 @@ export interface TokenClaims {
   scopes: string[]
   /** On a refresh token: the scopes its login was narrowed to, which its successors keep. */
   grant?: string[]
+  /** On an access token: its session, which the guard checks is live. */
+  sid?: string
   type: TokenType
   jti: string
   iat: number
@@ -23,6 +25,8 @@ export interface TokenSubject {
   scopes: string[]
   /** The scopes a client narrowed its login to, if it did. */
   grant?: string[]
+  /** The session the tokens belong to. */
+  sid?: string
 }
 
 export interface IssuedPair {
@@ -39,6 +43,7 @@ export interface IssuedPair {
 export const TokenError = createError('AUTH_TOKEN_INVALID', '%s')
 
 const SUB = /^[1-9]\d{0,9}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** The user id a token names, or a TokenError: `sub` must be a positive integer in decimal. */
 export function subjectId (claims: TokenClaims): number {
@@ -95,7 +100,14 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
   // `iat` and `exp` go in the payload, as the claims the tokens are read by.
   const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti: string = randomUUID()) =>
     signer({
-      sub: String(subject.id), scopes: subject.scopes, type, jti, iat, exp, ...(type === 'refresh' && subject.grant ? { grant: subject.grant } : {})
+      sub: String(subject.id),
+      scopes: subject.scopes,
+      type,
+      jti,
+      iat,
+      exp,
+      ...(type === 'refresh' && subject.grant ? { grant: subject.grant } : {}),
+      ...(type === 'access' && subject.sid ? { sid: subject.sid } : {})
     })
 
   /** The verified claims, or a TokenError: another algorithm, an unknown key, a bad signature, expired, another issuer or audience. */
@@ -140,7 +152,8 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
       const claims = verified(token)
       if (claims.type !== type) throw new TokenError(`this is not ${type === 'access' ? 'an access' : 'a refresh'} token`)
       const strings = (value: unknown) => Array.isArray(value) && value.every((item) => typeof item === 'string')
-      if (typeof claims.jti !== 'string' || typeof claims.exp !== 'number' || !strings(claims.scopes) || (claims.grant !== undefined && !strings(claims.grant))) {
+      if (typeof claims.jti !== 'string' || typeof claims.exp !== 'number' || !strings(claims.scopes) ||
+        (claims.grant !== undefined && !strings(claims.grant)) || (claims.sid !== undefined && !UUID.test(String(claims.sid)))) {
         throw new TokenError('the token lacks required claims')
       }
       subjectId(claims)

@@ -10,6 +10,11 @@ import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
 import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
 
+const USER_AGENT_MAX = 512
+
+/** What a session records of its client: its User-Agent, cut short, and its address (TRUST_PROXY decides which). */
+const clientOf = (request: FastifyRequest) => ({ user_agent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX) ?? null, ip: request.ip })
+
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: App, ctx: AccountsContext) {
   const { users, sessions, schemas } = ctx
@@ -25,15 +30,17 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     }
   }
 
-  /** The claims of a refresh token of this server, or undefined for anything else. */
-  function refreshClaims (token: string): TokenClaims | undefined {
+  /** The claims of a token of this server of that type, or undefined for anything else. */
+  function claimsOf (token: string, type: 'access' | 'refresh'): TokenClaims | undefined {
     try {
-      return app.plinthTokens.verify(token, 'refresh')
+      return app.plinthTokens.verify(token, type)
     } catch (err) {
       if (err instanceof TokenError) return undefined
       throw err
     }
   }
+  const refreshClaims = (token: string) => claimsOf(token, 'refresh')
+  const accessClaims = (token: string) => claimsOf(token, 'access')
 
   /** The 401 for a token that cannot be used; a replay detected is logged for the account's owner. */
   function refused (request: FastifyRequest, refusal: Refusal, userId: number) {
@@ -77,9 +84,11 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     if (needsRehash(user.hashed_password)) {
       await users.update(user.id, { hashed_password: await hashPassword(body.password) })
     }
-    const pair = app.plinthTokens.issuePair({ id: user.id, scopes, grant: requested })
-    const token = { ...pair.refresh, user_id: user.id, family_id: pair.refresh.jti }
-    await sessions.openSession(token, counted)
+    // The session's id is its first refresh token's, and its access tokens name it.
+    const refresh = app.plinthTokens.nextRefresh()
+    const pair = app.plinthTokens.issuePair({ id: user.id, scopes, grant: requested, sid: refresh.jti }, refresh)
+    const token = { ...refresh, user_id: user.id, family_id: refresh.jti }
+    await sessions.openSession(token, clientOf(request), counted)
     return pair
   }
 
@@ -102,7 +111,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const current = scopeList(rotated.scopes)
     const grant = requested ?? claims.grant
     const scopes = grant ? grant.filter((item) => current.includes(item)) : current
-    return app.plinthTokens.issuePair({ id: userId, scopes, grant }, next)
+    return app.plinthTokens.issuePair({ id: userId, scopes, grant, sid: rotated.sid }, next)
   }
 
   /** The pair as the token endpoint answers it: never cached, and saying which scopes it carries. */
@@ -137,8 +146,10 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   }, async function revoke (request, reply) {
     checkClient(request, request.body)
     if (request.body.token === undefined) throw new InvalidRequest('token is required')
-    // RFC 7009 section 2.2: 200 whatever the token, so the answer tells nothing about it. An access
-    // token lives until it expires; whatever the hint says, only a refresh token of ours is revoked.
+    // RFC 7009 section 2.2: 200 whatever the token, so the answer tells nothing about it. Whatever
+    // the hint says, a token of ours ends its session: an access token's sid, a refresh token's family.
+    const access = accessClaims(request.body.token)
+    if (access?.sid) await sessions.end(access.sid, subjectId(access))
     const claims = refreshClaims(request.body.token)
     if (claims) {
       const userId = subjectId(claims)

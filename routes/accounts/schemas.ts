@@ -58,7 +58,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: 
     revoke: {
       operationId: 'revoke',
       summary: 'Revoke a token (RFC 7009): always 200, whatever the token',
-      description: 'A refresh token of this server is revoked, ending its login. An access token is accepted and lives until it expires.',
+      description: 'A refresh or access token of this server ends its session: its refresh token and its access tokens stop working.',
       tags: authTags,
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: RevocationRequestSchema,

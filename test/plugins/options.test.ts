@@ -22,7 +22,7 @@ t.test('the auth plugin refuses options that would weaken or break its tokens', 
   for (const [options, message] of cases) {
     t.throws(() => resolveAuthOptions(options), { code: 'AUTH_INVALID_OPTIONS', message }, JSON.stringify(options))
   }
-  t.same(resolveAuthOptions({}), { algorithm: 'HS256', accessTokenMinutes: 30, refreshTokenDays: 14 })
+  t.same(resolveAuthOptions({}), { algorithm: 'HS256', sessionCheck: true, accessTokenMinutes: 30, refreshTokenDays: 14 })
 })
 
 t.test('the accounts plugin names the bad option, defaults the rest', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, captureLogs, newAccount, PASSWORD } from '../support/app.js'
+import { build, captureLogs, login, newAccount, PASSWORD } from '../support/app.js'
 
 const app = await build(t)
 
@@ -74,10 +74,12 @@ t.test('logs never hold a password, a token or a password hash, even at trace le
   await logged.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: session.refresh_token } })
   await logged.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: refreshed.json().refresh_token } })
   await logged.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })
+  // That session has ended: another login changes the password.
+  const other = await login(logged, email)
   const wrongCurrent = { current_password: 'not the current one', password: 'a new password' }
-  t.equal((await logged.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: wrongCurrent })).statusCode, 403)
+  t.equal((await logged.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: other.headers, payload: wrongCurrent })).statusCode, 403)
   const changed = { current_password: PASSWORD, password: 'the changed password' }
-  t.equal((await logged.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: changed })).statusCode, 200)
+  t.equal((await logged.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: other.headers, payload: changed })).statusCode, 200)
   await logged.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email: 'bad', password: 'secret register password' } })
 
   const text = JSON.stringify(logs.lines)

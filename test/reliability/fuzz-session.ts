@@ -40,7 +40,8 @@ export class FuzzSession {
     private readonly app: App,
     private readonly secret: string,
     private readonly tokens: { admin: string, user: string, refresh: string },
-    private readonly loginEmail: string
+    private readonly loginEmail: string,
+    private readonly credentials: Record<'admin' | 'user', [email: string, password: string]>
   ) {
     // An unused refresh token, from a new login when the routes have spent them all.
     const spend = async (): Promise<Payload> => {
@@ -65,7 +66,7 @@ export class FuzzSession {
       admin: admin.access_token,
       user: (await login(app, user.email)).access_token,
       refresh: admin.refresh_token
-    }, loginEmail)
+    }, loginEmail, { admin: [settings.FIRST_SUPERUSER_EMAIL, settings.FIRST_SUPERUSER_PASSWORD], user: [user.email, PASSWORD] })
     const me = await app.inject({ url: '/api/v1/users/me', headers: { authorization: `Bearer ${admin.access_token}` } })
     session.accountIds.push(me.json().id, user.id, loginUser.id)
     for (let i = 0; i < 4; i++) session.refreshTokens.push((await login(app, loginEmail)).refresh_token)
@@ -100,6 +101,15 @@ export class FuzzSession {
     if (status === 201 && typeof body?.id === 'number') this.remember(COLLECTION_ALIASES[op.path] ?? op.path, body.id)
     if (method === 'DELETE' && this.target) this.forget(this.target.collection, this.target.id)
     if (op.path.startsWith('/api/v1/users/{')) await this.restoreAccounts()
+    if (op.path.startsWith('/api/v1/auth/') || op.path.startsWith('/api/v1/users')) await this.revive()
+  }
+
+  /** Logs in again whoever's session a request ended (logout-all, a revocation, a deactivation...). */
+  private async revive () {
+    for (const kind of ['admin', 'user'] as const) {
+      const me = await this.app.inject({ url: '/api/v1/users/me', headers: { authorization: `Bearer ${this.tokens[kind]}` } })
+      if (me.statusCode === 401) this.tokens[kind] = (await login(this.app, ...this.credentials[kind])).access_token
+    }
   }
 
   private segment (op: Operation, segment: Segment) {

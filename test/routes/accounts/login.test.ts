@@ -26,7 +26,7 @@ t.test('the password form returns a bearer token pair', async (t) => {
   t.equal(body.expires_in, 1800)
 
   const access = claimsOf(body.access_token)
-  t.same(Object.keys(access).sort(), ['exp', 'iat', 'jti', 'scopes', 'sub', 'type'])
+  t.same(Object.keys(access).sort(), ['exp', 'iat', 'jti', 'scopes', 'sid', 'sub', 'type'])
   t.equal(access.sub, String(ada.id))
   t.same(access.scopes, ['me'])
   t.equal(access.type, 'access')

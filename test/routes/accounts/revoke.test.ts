@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { refreshTokens } from '../../../db/schema.js'
-import { build, claimsOf, newAccount } from '../../support/app.js'
+import { build, claimsOf, login, newAccount } from '../../support/app.js'
 
 const app = await build(t, { LOGIN_MAX_FAILURES: 0, REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 0 })
 
@@ -32,18 +32,26 @@ t.test('the hint is only a hint: a refresh token sent as an access token is revo
   t.equal((await stored(session.refresh_token))?.revoked, true)
 })
 
-t.test('anything else is 200 too, and revokes nothing: an access token, garbage, an unknown hint, a spent token', async (t) => {
+t.test('an access token ends its session: its refresh token and every access token of it stop working', async (t) => {
+  const { email, session } = await newAccount(app)
+  const other = await login(app, email)
+  const res = await revoke({ token: session.access_token, token_type_hint: 'access_token' })
+  t.equal(res.statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })).statusCode, 401, 'the access token')
+  t.equal((await stored(session.refresh_token))?.revoked, true, 'the refresh token of its session')
+  t.equal((await refresh(session.refresh_token)).statusCode, 401)
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: other.headers })).statusCode, 200, 'another session of the user lives on')
+})
+
+t.test('anything else is 200 too, and revokes nothing: garbage, an unknown hint, a spent token', async (t) => {
   const { session } = await newAccount(app)
   for (const fields of <Array<Record<string, string>>>[
-    { token: session.access_token },
     { token: 'not-a-token' },
-    { token: session.access_token, token_type_hint: 'id_token' }
+    { token: 'not-a-token', token_type_hint: 'id_token' }
   ]) {
     t.equal((await revoke(fields)).statusCode, 200, JSON.stringify(fields).slice(0, 40))
   }
   t.equal((await stored(session.refresh_token))?.revoked, false, 'the session goes on')
-  t.equal((await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })).statusCode, 200,
-    'an access token lives until it expires')
   const next = (await refresh(session.refresh_token)).json()
   t.equal((await revoke({ token: session.refresh_token })).statusCode, 200, 'a spent token')
   t.equal((await refresh(next.refresh_token)).statusCode, 401, 'with reuse detection, a spent token revoked again ends its login')

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import Fastify from 'fastify'
 import { createSigner } from 'fast-jwt'
 import t, { type Test } from 'tap'
-import { refreshTokens, users } from '../../../db/schema.js'
+import { refreshTokens, sessions, users } from '../../../db/schema.js'
 import authPlugin from '../../../plugins/auth/index.js'
 import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
@@ -149,7 +149,11 @@ t.test('logout-all revokes every refresh token of the user, and no one else\'s',
   assertRefreshRefused(t, await refresh(session.refresh_token), /.+/)
   assertRefreshRefused(t, await refresh(second.refresh_token), /.+/)
   t.equal((await refresh(stranger.session.refresh_token)).statusCode, 200)
-  t.equal((await me(session.access_token)).statusCode, 200, 'access tokens live until they expire')
+  const ended = await me(session.access_token)
+  t.equal(ended.statusCode, 401, 'the access tokens die with their sessions, at once')
+  t.match(ended.json().detail, /its session has ended/)
+  t.equal((await me(second.access_token)).statusCode, 401)
+  t.equal((await me(stranger.session.access_token)).statusCode, 200, 'another user\'s session lives on')
 })
 
 t.test('logout-all needs an access token', async (t) => {
@@ -168,16 +172,20 @@ t.test('the purge deletes expired and revoked records, and keeps live ones', asy
     return { jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() + expiresIn), revoked }
   }
   const live = record(60_000, false)
-  await db.insert(refreshTokens).values([record(-1000, false), record(-1000, true), record(60_000, true), live])
+  const records = [record(-1000, false), record(-1000, true), record(60_000, true), live]
+  await db.insert(sessions).values(records.map((each) => ({ id: each.family_id, user_id: user!.id })))
+  await db.insert(refreshTokens).values(records)
   const { createSessionRepository } = await import('../../../db/sessions.js')
   t.same(await createSessionRepository(db).purge(), { tokens: 3, counters: 0 })
   t.same((await db.select().from(refreshTokens)).map((row) => row.jti), [live.jti], 'only the usable record remains')
+  t.same((await db.select().from(sessions)).map((row) => row.id), [live.family_id], 'and the sessions go with their last record')
 })
 
 t.test('with reuse detection, the purge keeps revoked records until they expire', async (t) => {
   const { db } = await freshDatabase(t)
   const [user] = await db.insert(users).values({ email: 'evidence@example.com', hashed_password: 'x' }).returning()
   const jti = randomUUID()
+  await db.insert(sessions).values({ id: jti, user_id: user!.id })
   await db.insert(refreshTokens).values([
     { jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() + 60_000), revoked: true },
     { jti: randomUUID(), user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() - 1000), revoked: true }
@@ -197,6 +205,7 @@ t.test('the purge runs by itself on its interval', async (t) => {
   await own.ready()
   const [user] = await database.db.insert(users).values({ email: 'purge@example.com', hashed_password: 'x' }).returning()
   const jti = randomUUID()
+  await database.db.insert(sessions).values({ id: jti, user_id: user!.id })
   await database.db.insert(refreshTokens).values({ jti, user_id: user!.id, family_id: jti, expires_at: new Date(Date.now() - 1000) })
   const deadline = Date.now() + 5000
   let left = 1
