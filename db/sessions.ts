@@ -8,23 +8,18 @@ export type RefreshTokenRow = typeof refreshTokens.$inferSelect
 export type NewRefreshToken = Pick<RefreshTokenRow, 'jti' | 'user_id' | 'family_id' | 'expires_at'>
 /** The successor of a rotated token: its id and expiry, chosen before the rotation. */
 export type Successor = Pick<RefreshTokenRow, 'jti' | 'expires_at'>
-/**
- * Why a refresh token was refused: unknown, spent or expired; spent by a rotation within the reuse
- * interval (two tabs refreshing at once), its family kept; or a replay that ended its family.
- */
+/** Why a refresh token was refused: unknown, spent or expired; rotated a moment ago (family kept); a replay (family ended). */
 export type Refusal = 'invalid' | 'recent' | 'reused'
 
 /** Attempts from this email and address in the current window (this one included), and the email's account. */
 export interface LoginAttempt {
   count: number
-  /** Seconds until the window resets. */
   retryAfter: number
   user: UserRow | null
 }
 
 export interface Attempter { email: string, address: string }
 
-/** What a session records of the client that opened it. */
 export interface Client { user_agent: string | null, ip: string | null }
 
 export interface SessionOptions {
@@ -35,11 +30,7 @@ export interface SessionOptions {
   reuseIntervalSeconds: number
 }
 
-/**
- * Logins and the sessions they open. A session is a family of single-use refresh tokens, each
- * rotated into the next; login attempts are counted per email and client address, in the
- * database, so every server process shares the limit.
- */
+/** Logins and their sessions (families of single-use refresh tokens); attempts counted in the database, shared by every process. */
 export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10 }: Partial<SessionOptions> = {}) {
   const window = sql.raw(`interval '${Math.trunc(loginWindowSeconds)} seconds'`)
   const grace = sql.raw(`interval '${Math.trunc(reuseIntervalSeconds)} seconds'`)
@@ -86,9 +77,8 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     gt(refreshTokens.expires_at, sql`now()`)
   )
 
-  // Rotation in one statement, without a transaction: the UPDATE revokes the token only while
-  // its user exists and is active, and is the lock (of N concurrent rotations exactly one finds
-  // it unrevoked); the INSERT stores the successor in the same family.
+  // One statement, no transaction: the UPDATE (only while the user is active) is the lock, so one
+  // of N concurrent rotations wins; the INSERT stores the successor in the family.
   const presented = { jti: sql.placeholder('jti'), user_id: sql.placeholder('user_id') }
   const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(users)
     .where(and(usable(presented.jti, presented.user_id), eq(users.id, refreshTokens.user_id), eq(users.is_active, true)))
@@ -141,24 +131,16 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       return row!
     },
 
-    /** Forgets the counted attempts of this email and address. */
     async clearAttempts ({ email, address }: Attempter) {
       await clearAttempts.execute({ email, address })
     },
 
-    /**
-     * Opens a session (its id is the family's) with its first refresh token; given the counted
-     * attempter, also forgets its attempts, in one statement.
-     */
+    /** Opens a session (its id is the family's) with its first refresh token; given the counted attempter, also forgets its attempts, in one statement. */
     async openSession (first: NewRefreshToken, client: Client, counted?: Attempter) {
       await (counted ? clearAndOpen.execute({ ...counted, ...first, ...client }) : open.execute({ ...first, ...client }))
     },
 
-    /**
-     * Spends `jti` and stores `next` in its family, provided the user exists and is active: the
-     * user's current scopes and the session, or null when nothing was rotated (then ask
-     * revokeFamilyIfReplayed why).
-     */
+    /** Spends `jti` for `next` while the user is active: current scopes and session, or null (revokeFamilyIfReplayed says why). */
     async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string, sid: string } | null> {
       const [rotated] = await rotation.execute({ jti, user_id: userId, next_jti: next.jti, next_expires_at: next.expires_at.toISOString() })
       return rotated ?? null
@@ -183,10 +165,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!)
     },
 
-    /**
-     * Deletes what can never be used again: expired refresh tokens, revoked ones unless reuse
-     * detection keeps them as evidence, and login counters past their window.
-     */
+    /** Deletes what can never be used again: expired refresh tokens, revoked ones unless reuse detection keeps them as evidence, and login counters past their window. */
     async purge (): Promise<{ tokens: number, counters: number }> {
       const expired = lt(refreshTokens.expires_at, sql`now()`)
       const [tokens, counters] = await Promise.all([
@@ -204,13 +183,9 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
 export type SessionRepository = ReturnType<typeof createSessionRepository>
 
-/** The account behind an access token, and whether the session it names is still live. */
 export interface SessionUser { user: UserRow, live: boolean }
 
-/**
- * The guard's lookup: the user and the session's state in one statement, shared by every guard
- * of one event-loop turn (as the user lookup alone was).
- */
+/** The guard's lookup: the user and the session's state in one statement, shared by every guard of one event-loop turn (as the user lookup alone was). */
 export function createSessionLookup (db: Database) {
   const keys = sql`unnest(${sql.placeholder('ids')}::int[], ${sql.placeholder('sids')}::uuid[]) as k(id, sid)`
   const lookup = db.select({ sid: sql<string>`k.sid`.as('sid'), live: sql<boolean>`${sessions.id} is not null`.as('live'), user: users })

@@ -14,7 +14,6 @@ export const WellKnownOptionsSchema = Type.Object({
   accountsPrefix: Type.String({ pattern: '^(/[A-Za-z0-9._~-]+)*$', default: '/api/v1', errorMessage: 'must be a path such as /api/v1, without a trailing slash' }),
   /** The origin clients reach the server at; the request's own when absent. */
   publicUrl: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+$', errorMessage: 'must be an origin such as https://api.example.com' })),
-  /** The scopes worth advertising; accounts may hold others. */
   scopes: Type.Array(Type.String({ minLength: 1 }), { default: ['me'], errorMessage: 'must be an array of scope names' })
 })
 
@@ -24,10 +23,7 @@ const CLIENT_AUTH = ['none', 'client_secret_basic', 'client_secret_post']
 // Clients and verifiers cache these; an hour bounds how long a rotated key stays unknown to them.
 const CACHE = 'public, max-age=3600'
 
-/**
- * RFC 8414 metadata (`/.well-known/oauth-authorization-server`) and, when tokens are signed with
- * EdDSA or ES256, the public keys (`/.well-known/jwks.json`). Register it at the root, after authPlugin.
- */
+/** RFC 8414 metadata and, with EdDSA or ES256, the JWK Set; at the root, after authPlugin. */
 async function wellKnown (app: App, opts: WellKnownOptions) {
   const { accountsPrefix, publicUrl, scopes } = readOptions(WellKnownOptionsSchema, opts, InvalidWellKnownOptions)
   const jwks = app.plinthTokens.jwks

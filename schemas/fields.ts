@@ -128,10 +128,7 @@ function readField (name: string, schema: JsonSchema, required: boolean): Field 
   return field
 }
 
-/**
- * The fields of a resource from a TypeBox object (or the same in plain JSON Schema), in order.
- * Anything outside the supported set is a FieldError naming the field.
- */
+/** The fields of a resource from a TypeBox object (or the same in plain JSON Schema), in order. Anything outside the supported set is a FieldError naming the field. */
 export function readFields (fields: TObject | JsonSchema): Field[] {
   const { type, properties, required = [] } = fields as { type?: unknown, properties?: Record<string, JsonSchema>, required?: string[] }
   if (type !== 'object' || typeof properties !== 'object' || properties === null) {
@@ -155,10 +152,7 @@ export function fieldSchema (field: Field): JsonSchema {
 
 const unsafe = (schema: JsonSchema) => Type.Unsafe(schema)
 
-/**
- * The create body, which is also PUT's (a full replace): a field left out takes its default.
- * Unknown properties are stripped, and nothing is coerced.
- */
+/** The create body, which is also PUT's (a full replace): a field left out takes its default. Unknown properties are stripped, and nothing is coerced. */
 export function createBodySchema (name: string, fields: Field[]) {
   const properties = Object.fromEntries(fields.map((field) => {
     const schema = unsafe({ ...fieldSchema(field), ...(field.default !== undefined ? { default: field.default } : {}) })

@@ -4,7 +4,6 @@ import { InvalidAuthOptions } from './errors.js'
 export const ALGORITHMS = ['HS256', 'EdDSA', 'ES256'] as const
 export type Algorithm = typeof ALGORITHMS[number]
 
-/** What each asymmetric algorithm signs with. */
 const CURVES: Record<Exclude<Algorithm, 'HS256'>, { type: string, curve?: string, describe: string }> = {
   EdDSA: { type: 'ed25519', describe: 'an Ed25519 key' },
   ES256: { type: 'ec', curve: 'prime256v1', describe: 'an EC key on P-256' }
@@ -13,19 +12,15 @@ const CURVES: Record<Exclude<Algorithm, 'HS256'>, { type: string, curve?: string
 /** A key that verifies tokens: the signing key's public half, or a previous key's. */
 export interface VerifyingKey {
   kid: string
-  /** PEM text: what fast-jwt takes. */
   pem: string
-  /** The public JWK published at /.well-known/jwks.json. */
   jwk: JsonWebKey & { kid: string, alg: Algorithm, use: 'sig' }
 }
 
 export interface SigningKeys {
   algorithm: Algorithm
-  /** The HMAC secret, or the private key as PEM. */
   signing: string
   /** The signing key's id, in every token's header; none for HS256. */
   kid?: string
-  /** By kid: the current key, then the previous ones. */
   verifying: Map<string, VerifyingKey>
 }
 
@@ -35,7 +30,7 @@ export function thumbprint (jwk: JsonWebKey): string {
   return createHash('sha256').update(JSON.stringify(members)).digest('base64url')
 }
 
-/** A PEM or a JWK (JSON text or object), public or private; a private key is read as its public half when `half` says so. */
+/** A PEM or a JWK (JSON text or object); a private JWK read as its public half unless `wantPrivate`. */
 function readKey (text: string | JsonWebKey, wantPrivate: boolean): { key: KeyObject, kid?: string } {
   const jwk = typeof text === 'object' ? text : text.trim().startsWith('{') ? JSON.parse(text) as JsonWebKey & { kid?: string } : undefined
   if (jwk) {
@@ -59,7 +54,6 @@ function verifying (algorithm: Exclude<Algorithm, 'HS256'>, publicKey: KeyObject
   return { kid: id, pem: publicKey.export({ format: 'pem', type: 'spki' }).toString(), jwk: { ...jwk, kid: id, alg: algorithm, use: 'sig' } }
 }
 
-/** The keys of a JWK Set (`{"keys": [...]}`) or a JSON array of JWKs. */
 function jwkList (text: string): JsonWebKey[] {
   let parsed: unknown
   try {
@@ -116,7 +110,6 @@ export function loadSigningKeys ({ algorithm, secret, privateKey, keyId, previou
   return { algorithm, signing: key.export({ format: 'pem', type: 'pkcs8' }).toString(), kid: current.kid, verifying: keys }
 }
 
-/** A new private key as a JWK with its kid, for JWT_PRIVATE_KEY. */
 export function generateKey (algorithm: Exclude<Algorithm, 'HS256'>): JsonWebKey & { kid: string, alg: Algorithm } {
   const { privateKey } = algorithm === 'EdDSA' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' })
   const jwk = privateKey.export({ format: 'jwk' })

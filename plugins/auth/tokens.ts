@@ -23,9 +23,7 @@ export interface TokenClaims {
 export interface TokenSubject {
   id: number
   scopes: string[]
-  /** The scopes a client narrowed its login to, if it did. */
   grant?: string[]
-  /** The session the tokens belong to. */
   sid?: string
 }
 
@@ -55,9 +53,7 @@ export function subjectId (claims: TokenClaims): number {
 export interface TokenSettings {
   accessSeconds: number
   refreshSeconds: number
-  /** The `iss` every token carries and every verify requires, when set. */
   issuer?: string
-  /** The `aud` every token carries and every verify requires, when set. */
   audience?: string
 }
 
@@ -124,7 +120,6 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     }
   }
 
-  /** The id and expiry of a refresh token to issue, chosen before it is stored. */
   const nextRefresh = (): IssuedPair['refresh'] =>
     ({ jti: randomUUID(), expires_at: new Date((Math.floor(Date.now() / 1000) + refreshSeconds) * 1000) })
 
@@ -134,7 +129,6 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     /** The public keys as a JWK Set, for /.well-known/jwks.json; null with HS256, whose key is secret. */
     jwks: keys.algorithm === 'HS256' ? null : { keys: [...keys.verifying.values()].map((key) => key.jwk) },
 
-    /** A new access token and a new refresh token (`refresh`, or a new one) for the subject's current scopes. */
     issuePair (subject: TokenSubject, refresh = nextRefresh()): IssuedPair {
       const now = Math.floor(Date.now() / 1000)
       return {

@@ -23,7 +23,6 @@ const OAUTH_CODES: Record<string, OAuthErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request'
 }
 
-/** The answer a validation failure gets: its first error, as a sentence. */
 function validationDetail (error: FastifyError): string {
   const [first] = error.validation ?? []
   if (!first) return error.message
@@ -36,11 +35,7 @@ export function noStore (reply: FastifyReply) {
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
 }
 
-/**
- * The token endpoint's error handler: RFC 6749 section 5.2 errors, 400 with `error` and
- * `error_description` as `application/json`, which are problem documents too. Only a client that
- * failed authentication gets 401, with a Basic challenge; no Bearer challenge here.
- */
+/** RFC 6749 section 5.2 errors, which are problem documents too; 401 only for client authentication, with a Basic challenge. */
 export function oauthErrorHandler (error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
   noStore(reply)
   const oauth = error.validation ? 'invalid_request' : OAUTH_CODES[error.code]

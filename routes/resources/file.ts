@@ -37,10 +37,7 @@ export interface FileResourceDefinition {
   guards: { read?: GuardSpec, write?: GuardSpec }
 }
 
-/**
- * Reads and checks a resources file. Every problem is one line naming the resource and the field;
- * they are thrown together, so one start shows them all.
- */
+/** Reads and checks a resources file. Every problem is one line naming the resource and the field; they are thrown together, so one start shows them all. */
 export function readResourcesFile (path: string, fail: (message: string) => Error): FileResourceDefinition[] {
   let parsed: unknown
   try {
