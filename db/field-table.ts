@@ -34,7 +34,7 @@ const SQL_TYPES: Record<FieldKind, string> = {
   jsonb: 'jsonb'
 }
 
-const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /** As PostgreSQL's quote_literal: the E'' form keeps backslashes literal whatever standard_conforming_strings says. */
 function literal (value: string): string {

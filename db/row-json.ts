@@ -1,7 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { alwaysPresent, type Field, type FieldKind } from '../schemas/fields.js'
-
-const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+import { ident } from './field-table.js'
 
 // An instant as the API writes it everywhere: UTC, milliseconds, a Z.
 const ISO_INSTANT = '\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\''
@@ -32,10 +31,7 @@ const SERVER_MEMBERS: Member[] = [
   { name: 'updated_at', kind: 'timestamp', always: true, notNull: true }
 ]
 
-/**
- * The row as the API's JSON text, written by PostgreSQL: the members and order of rowSchema, instants in
- * ISO 8601 UTC, an optional field without value left out. A response needs no decoding or serializing.
- */
+/** The row as the API's JSON text, in rowSchema's members and order, built by PostgreSQL: nothing to decode or serialize. */
 export function rowJson (fields: Field[], { owner = false }: { owner?: boolean } = {}): SQL<string> {
   const members: Member[] = [
     ...SERVER_MEMBERS,

@@ -119,7 +119,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       .where(and(eq(refreshTokens.jti, jti), eq(refreshTokens.user_id, userId), eq(refreshTokens.revoked, true)))
     if (!replayed) return 'invalid'
     if (replayed.recent) return 'recent'
-    await db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.family_id, replayed.family))
     await endSessions(eq(sessions.id, replayed.family))
     return 'reused'
   }

@@ -42,11 +42,15 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   const refreshClaims = (token: string) => claimsOf(token, 'refresh')
   const accessClaims = (token: string) => claimsOf(token, 'access')
 
-  /** The 401 for a token that cannot be used; a replay detected is logged for the account's owner. */
+  /** A replay detected is logged for the account's owner. */
+  const logReplay = (request: FastifyRequest, userId: number) =>
+    request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
+
+  /** The 401 for a token that cannot be used. */
   function refused (request: FastifyRequest, refusal: Refusal, userId: number) {
     if (refusal === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
     if (refusal === 'recent') return new InvalidRefreshToken('another request rotated it a moment ago; use the pair that request received')
-    request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
+    logReplay(request, userId)
     return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }
 
@@ -92,10 +96,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return pair
   }
 
-  /**
-   * Rotation, for /auth/refresh and the refresh grant: spends the token and issues the next pair,
-   * with the user's current scopes, within what the login was narrowed to and `scope` narrows now.
-   */
+  /** Rotation for /auth/refresh and the refresh grant: current scopes, within the login's narrowing and `scope`. */
   async function rotate (request: FastifyRequest, refreshToken: string, scope?: string): Promise<IssuedPair> {
     const { claims, userId } = refreshSubject(refreshToken)
     const requested = requestedScopes(scope)
@@ -153,9 +154,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const claims = refreshClaims(request.body.token)
     if (claims) {
       const userId = subjectId(claims)
-      if (await sessions.revoke(claims.jti, userId) === 'reused') {
-        request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
-      }
+      if (await sessions.revoke(claims.jti, userId) === 'reused') logReplay(request, userId)
     }
     return noStore(reply).code(200).send()
   })
