@@ -89,8 +89,13 @@ export function streams (http: Client, sessions: Session[], seeded: { items: num
     {
       name: 'GET /users/me',
       perSecond: RATES.me,
-      // Access tokens outlive logout and rotation, so any session's current one will do.
-      run: () => send({ route: 'GET /users/me', expected: 200, path: '/api/v1/users/me', token: pick(sessions)?.access })
+      // An access token dies with its session: an idle one, kept busy until the answer, so no logout ends it mid-request.
+      run: async () => {
+        const session = idleSession()
+        if (!session) return
+        await send({ route: 'GET /users/me', expected: 200, path: '/api/v1/users/me', token: session.access })
+        session.busy = false
+      }
     },
     {
       name: 'item: create, get, patch, delete, get',
@@ -120,7 +125,7 @@ export function streams (http: Client, sessions: Session[], seeded: { items: num
     {
       name: 'list pages',
       perSecond: RATES.pages,
-      run: () => (pages[pageTurn++ % pages.length] as () => Promise<unknown>)()
+      run: async () => { await (pages[pageTurn++ % pages.length] as () => Promise<unknown>)() }
     }
   ]
 }
