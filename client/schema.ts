@@ -192,7 +192,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke every refresh token of the current user */
+        /** End every session of the current user, this one included */
         post: operations["logoutAll"];
         delete?: never;
         options?: never;
@@ -269,6 +269,91 @@ export interface paths {
         head?: never;
         /** Change an account, its flags and scopes included (superuser) */
         patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/api/v1/users/me/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The current user's live sessions, newest first; `current` marks this one */
+        get: operations["listMySessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/me/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End one of the current user's sessions: its refresh token and access tokens stop working */
+        delete: operations["endMySession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout-others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End every session of the current user but this one */
+        post: operations["logoutOthers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An account's live sessions, newest first (superuser) */
+        get: operations["listUserSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End one session of an account (superuser) */
+        delete: operations["endUserSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/records": {
@@ -466,6 +551,49 @@ export interface components {
             detail: string;
             /** @description Stable machine-readable error name, e.g. AUTH_NOT_AUTHENTICATED */
             code: string;
+        };
+        /**
+         * Session
+         * @description A login still in use: a family of rotating refresh tokens and their access tokens
+         */
+        Session: {
+            /**
+             * Format: uuid
+             * @description The session: its first refresh token's id
+             * @example 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10
+             */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The login that opened it (UTC)
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its last refresh, or its login until then (UTC)
+             */
+            last_used_at: string;
+            /** @description The User-Agent of its login, at most 512 characters */
+            user_agent: string | null;
+            /** @description The client address of its login (TRUST_PROXY decides which) */
+            ip: string | null;
+            /** @description Whether the access token of this request belongs to it */
+            current: boolean;
+        };
+        /**
+         * SessionPage
+         * @description A page of live sessions, newest first
+         */
+        SessionPage: {
+            items: components["schemas"]["Session"][];
+            /** @description Number of items in the whole (filtered) collection */
+            total: number;
+            /** @description Items skipped before this page (0 with after_id) */
+            offset: number;
+            /** @description Page size used, after clamping to the maximum */
+            limit: number;
+            /** @description Whether another page follows this one */
+            has_next: boolean;
         };
         /**
          * RecordsRecord
@@ -1499,7 +1627,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Revoked */
+            /** @description Ended */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -2152,6 +2280,455 @@ export interface operations {
                      *       "status": 409,
                      *       "detail": "The email ada@example.com is already registered",
                      *       "code": "ACCOUNT_EMAIL_TAKEN"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+        };
+    };
+    listMySessions: {
+        parameters: {
+            query?: {
+                /** @description Sessions to skip, newest first */
+                offset?: number;
+                /** @description Page size; values above 100 are reduced to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of live sessions, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
+                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "detail": "This account is inactive",
+                     *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+        };
+    };
+    endMySession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session: its first refresh token's id
+                 * @example 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10
+                 */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
+                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "detail": "This account is inactive",
+                     *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found",
+                     *       "code": "ACCOUNT_SESSION_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+        };
+    };
+    logoutOthers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
+                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "detail": "This account is inactive",
+                     *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listUserSessions: {
+        parameters: {
+            query?: {
+                /** @description Sessions to skip, newest first */
+                offset?: number;
+                /** @description Page size; values above 100 are reduced to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of live sessions, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
+                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "detail": "This account is inactive",
+                     *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "user 7 not found",
+                     *       "code": "ACCOUNT_USER_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+        };
+    };
+    endUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: number;
+                /**
+                 * @description The session: its first refresh token's id
+                 * @example 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10
+                 */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "Not authenticated: send an access token as \"Authorization: Bearer <token>\"",
+                     *       "code": "AUTH_NOT_AUTHENTICATED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "detail": "This account is inactive",
+                     *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found",
+                     *       "code": "ACCOUNT_SESSION_NOT_FOUND"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { and, count, desc, eq, exists, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { batched } from './batch.js'
 import type { Database } from './client.js'
 import { loginFailures, refreshTokens, sessions, users } from './schema.js'
@@ -21,6 +21,8 @@ export interface LoginAttempt {
 export interface Attempter { email: string, address: string }
 
 export interface Client { user_agent: string | null, ip: string | null }
+
+export type SessionRow = Pick<typeof sessions.$inferSelect, 'id' | 'created_at' | 'last_used_at' | 'user_agent' | 'ip'>
 
 export interface SessionOptions {
   loginWindowSeconds: number
@@ -97,6 +99,11 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const rotation = db.with(revoked, successor, touched).select({ scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
 
+  // A session is listed while it can still be refreshed: not ended, and its current token unexpired.
+  const listed = (userId: number) => and(eq(sessions.user_id, userId), isNull(sessions.ended_at), exists(db.select({ one: sql`1` })
+    .from(refreshTokens)
+    .where(and(eq(refreshTokens.family_id, sessions.id), eq(refreshTokens.revoked, false), gt(refreshTokens.expires_at, sql`now()`)))))
+
   /** Ends the sessions `where` picks and revokes their refresh tokens; how many were live. */
   async function endSessions (where: SQL): Promise<number> {
     const ended = await db.update(sessions).set({ ended_at: sql`now()` }).where(and(where, isNull(sessions.ended_at)))
@@ -152,6 +159,16 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       const [token] = await db.select({ family: refreshTokens.family_id }).from(refreshTokens).where(usable(jti, userId))
       if (token && await endSessions(eq(sessions.id, token.family)) > 0) return 'ok'
       return revokeFamilyIfReplayed(jti, userId)
+    },
+
+    /** The user's live sessions, newest first, and how many there are. */
+    async list (userId: number, { offset, limit }: { offset: number, limit: number }): Promise<{ rows: SessionRow[], total: number }> {
+      const [rows, [counted]] = await Promise.all([
+        db.select({ id: sessions.id, created_at: sessions.created_at, last_used_at: sessions.last_used_at, user_agent: sessions.user_agent, ip: sessions.ip })
+          .from(sessions).where(listed(userId)).orderBy(desc(sessions.created_at), desc(sessions.id)).offset(offset).limit(limit),
+        db.select({ total: count() }).from(sessions).where(listed(userId))
+      ])
+      return { rows, total: counted?.total ?? 0 }
     },
 
     /** Ends one session of the user (an access token's `sid`); false when it was not live. */

@@ -10,3 +10,4 @@ const TooManyFailures = createError('AUTH_TOO_MANY_FAILURES', 'Too many failed l
 
 export const tooManyFailures = (retryAfter: number) =>
   Object.assign(new TooManyFailures(retryAfter), { headers: { 'retry-after': String(retryAfter) } })
+export const SessionNotFound = createError('ACCOUNT_SESSION_NOT_FOUND', 'session %s not found', 404)

@@ -9,17 +9,20 @@ import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
+import { SessionPageSchema, SessionSchema } from '../../schemas/session.js'
 import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { OAuthErrorSchema, TokenPairSchema } from '../../schemas/token.js'
 import { authRoutes } from './auth-routes.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
 import { resolveAccountsOptions, type AccountsOptions } from './options.js'
+import { sessionsRoutes } from './sessions-routes.js'
 import { usersRoutes } from './users-routes.js'
 
 /**
  * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
- * tokens tracked in the database, logout, logout-all, the current user and superuser administration.
+ * tokens tracked in the database, logout, sessions a user can list and end, the current user and
+ * superuser administration.
  * Needs plinth's `db` and `auth` plugins, registered before it.
  */
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
@@ -35,7 +38,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   app.setErrorHandler(problemErrorHandler)
   // A host that parses forms already keeps its parser; a second one would fail the boot.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
-  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema])
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema, SessionSchema, SessionPageSchema])
   documentRoutes(app, {
     OAuth2PasswordBearer: {
       type: 'oauth2',
@@ -61,6 +64,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
 
   authRoutes(app, ctx)
   usersRoutes(app, ctx)
+  sessionsRoutes(app, ctx)
 }
 
 export default fp(accounts, {

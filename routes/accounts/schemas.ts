@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
+import { MySessionParams, SessionPageSchema, UserSessionParams } from '../../schemas/session.js'
 import { OAuthErrorSchema, RefreshRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema } from '../../schemas/token.js'
 import {
   MeUpdateSchema, RegisterSchema, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
@@ -10,6 +11,7 @@ import {
 
 const authTags = ['auth']
 const userTags = ['users']
+const sessionTags = ['sessions']
 const security = [{ OAuth2PasswordBearer: [] }]
 /** A token endpoint error response: application/json, RFC 6749's members and the problem's. */
 function oauthError (description: string, [error, code, detail]: [string, string, string]) {
@@ -26,6 +28,7 @@ function oauthError (description: string, [error, code, detail]: [string, string
 }
 
 const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not found']
+const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found']
 
 /** The route schemas of the accounts profile; password and page limits come from its options. */
 export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: { passwordMinLength: number, defaultLimit: number, maxLimit: number }) {
@@ -86,10 +89,50 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: 
     },
     logoutAll: {
       operationId: 'logoutAll',
-      summary: 'Revoke every refresh token of the current user',
+      summary: 'End every session of the current user, this one included',
       tags: authTags,
-      security: [{ OAuth2PasswordBearer: [] }],
-      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 403) }
+      security,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 403) }
+    },
+    logoutOthers: {
+      operationId: 'logoutOthers',
+      summary: 'End every session of the current user but this one',
+      tags: authTags,
+      security,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 403) }
+    },
+    listMySessions: {
+      operationId: 'listMySessions',
+      summary: 'The current user\'s live sessions, newest first; `current` marks this one',
+      tags: sessionTags,
+      security,
+      querystring: Type.Object(pageQuery({ defaultLimit, maxLimit, offset: 'Sessions to skip, newest first' }), { additionalProperties: false }),
+      response: { 200: ref(SessionPageSchema), ...problemResponses(401, 403, 422) }
+    },
+    endMySession: {
+      operationId: 'endMySession',
+      summary: 'End one of the current user\'s sessions: its refresh token and access tokens stop working',
+      tags: sessionTags,
+      security,
+      params: MySessionParams,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 403, noSession, 422) }
+    },
+    listUserSessions: {
+      operationId: 'listUserSessions',
+      summary: 'An account\'s live sessions, newest first (superuser)',
+      tags: sessionTags,
+      security,
+      params: UserIdParams,
+      querystring: Type.Object(pageQuery({ defaultLimit, maxLimit, offset: 'Sessions to skip, newest first' }), { additionalProperties: false }),
+      response: { 200: ref(SessionPageSchema), ...problemResponses(401, 403, missing, 422) }
+    },
+    endUserSession: {
+      operationId: 'endUserSession',
+      summary: 'End one session of an account (superuser)',
+      tags: sessionTags,
+      security,
+      params: UserSessionParams,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 403, noSession, 422) }
     },
     getMe: {
       operationId: 'getMe',

@@ -3,7 +3,7 @@ import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import type { App } from '../../../app.js'
 import { sessions } from '../../../db/schema.js'
-import { build, claimsOf, newAccount, superuser, type Session } from '../../support/app.js'
+import { build, claimsOf, login, newAccount, superuser, type Session } from '../../support/app.js'
 import { countingDatabase, freshDatabase } from '../../support/database.js'
 
 // A session is a refresh-token family; its access tokens name it (sid) and die with it.
@@ -29,6 +29,13 @@ t.test('each way a session ends kills its access tokens at once', async (t) => {
     }],
     ['revoking the access token', async ({ session }) => app.inject({
       method: 'POST', url: '/api/v1/auth/revoke', payload: { token: session.access_token }
+    })],
+    ['logout-others from another session', async ({ email }) => post(app, '/api/v1/auth/logout-others', {}, (await login(app, email)).headers)],
+    ['ending it from the session list', async ({ session }) => app.inject({
+      method: 'DELETE', url: `/api/v1/users/me/sessions/${claimsOf(session.access_token).sid}`, headers: session.headers
+    })],
+    ['a superuser ending it', async ({ user, session }) => app.inject({
+      method: 'DELETE', url: `/api/v1/users/${user.id}/sessions/${claimsOf(session.access_token).sid}`, headers: root.session.headers
     })]
   ]
   for (const [way, end] of ways) {
