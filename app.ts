@@ -95,6 +95,13 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
     loginMaxFailures: config.LOGIN_MAX_FAILURES,
+    rateLimits: {
+      windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
+      register: config.RATE_LIMIT_REGISTER,
+      token: config.RATE_LIMIT_TOKEN,
+      refresh: config.RATE_LIMIT_REFRESH,
+      revoke: config.RATE_LIMIT_REVOKE
+    },
     reuseDetection: config.REFRESH_REUSE_DETECTION,
     reuseIntervalSeconds: config.REFRESH_REUSE_INTERVAL_SECONDS,
     purgeIntervalMs: config.PURGE_INTERVAL_SECONDS * 1000,

@@ -57,6 +57,15 @@ export const loginFailures = pgTable('login_failures', {
   index('login_failures_window_start_idx').on(table.window_start)
 ])
 
+// One counter per limited route and client address, in a fixed window that restarts when it is over.
+export const rateLimits = pgTable('rate_limits', {
+  key: text('key').primaryKey(),
+  hits: integer('hits').notNull(),
+  reset_at: timestamp('reset_at', { withTimezone: true, mode: 'date' }).notNull()
+}, (table) => [
+  index('rate_limits_reset_at_idx').on(table.reset_at)
+])
+
 export const items = pgTable('items', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   name: varchar('name', { length: 128 }).notNull(),

@@ -9,6 +9,7 @@ import type { TokenRequest } from '../../schemas/token.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
 import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
+import { limit } from './rate-limits.js'
 
 const USER_AGENT_MAX = 512
 
@@ -18,6 +19,7 @@ const clientOf = (request: FastifyRequest) => ({ user_agent: request.headers['us
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: App, ctx: AccountsContext) {
   const { users, sessions, schemas } = ctx
+  const { windowSeconds, ...limits } = ctx.rateLimits
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
   function refreshSubject (token: string) {
@@ -55,7 +57,8 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   }
 
   app.post('/auth/register', {
-    schema: schemas.register
+    schema: schemas.register,
+    config: limit(limits.register, windowSeconds)
   }, async function register (request, reply) {
     const { email, password } = request.body
     const user = await users.create({ email, hashed_password: await hashPassword(password) })
@@ -124,6 +127,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
 
   app.post('/auth/login', {
     schema: schemas.token,
+    config: limit(limits.token, windowSeconds),
     errorHandler: oauthErrorHandler
   }, async function token (request, reply) {
     const body = request.body
@@ -136,13 +140,15 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/refresh', {
-    schema: schemas.refresh
+    schema: schemas.refresh,
+    config: limit(limits.refresh, windowSeconds)
   }, async function refresh (request, reply) {
     return sendPair(reply, await rotate(request, request.body.refresh_token))
   })
 
   app.post('/auth/revoke', {
     schema: schemas.revoke,
+    config: limit(limits.revoke, windowSeconds),
     errorHandler: oauthErrorHandler
   }, async function revoke (request, reply) {
     checkClient(request, request.body)
@@ -160,7 +166,8 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/logout', {
-    schema: schemas.logout
+    schema: schemas.logout,
+    config: limit(limits.revoke, windowSeconds)
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
     const outcome = await sessions.revoke(claims.jti, userId)

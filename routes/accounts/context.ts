@@ -1,6 +1,8 @@
+import type { Static } from '@sinclair/typebox'
 import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
+import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
 
 /** What the accounts route modules share: repositories and resolved options. */
@@ -10,6 +12,7 @@ export interface AccountsContext {
   schemas: ReturnType<typeof accountsSchemas>
   passwordMinLength: number
   loginMaxFailures: number
+  rateLimits: Static<typeof AccountsOptionsSchema>['rateLimits']
   defaultLimit: number
   maxLimit: number
 }

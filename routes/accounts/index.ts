@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
+import { createRateCounter } from '../../db/rate-limits.js'
 import { createSessionRepository } from '../../db/sessions.js'
 import { createUserRepository } from '../../db/users.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
@@ -16,6 +17,7 @@ import { authRoutes } from './auth-routes.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
 import { resolveAccountsOptions, type AccountsOptions } from './options.js'
+import { registerRateLimits } from './rate-limits.js'
 import { sessionsRoutes } from './sessions-routes.js'
 import { usersRoutes } from './users-routes.js'
 
@@ -38,6 +40,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   app.setErrorHandler(problemErrorHandler)
   // A host that parses forms already keeps its parser; a second one would fail the boot.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
+  const counter = createRateCounter(app.plinthDb.db)
+  await registerRateLimits(app, counter)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema, SessionSchema, SessionPageSchema])
   documentRoutes(app, {
     OAuth2PasswordBearer: {
@@ -56,8 +60,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
   }
 
-  const purge = () => ctx.sessions.purge()
-    .then((purged) => app.log.debug(purged, 'purged unusable session records'))
+  const purge = () => Promise.all([ctx.sessions.purge(), counter.purge()])
+    .then(([purged, rateCounters]) => app.log.debug({ ...purged, rateCounters }, 'purged unusable session records and rate counters'))
     .catch((err: unknown) => app.log.warn({ err }, 'purging session records failed'))
   const timer = setInterval(purge, options.purgeIntervalMs).unref()
   app.addHook('onClose', async () => clearInterval(timer))

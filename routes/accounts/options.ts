@@ -16,6 +16,16 @@ export const AccountsOptionsSchema = Type.Object({
   reuseDetection: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
   /** With reuse detection, a token presented again this soon after its rotation is refused, its family kept (0: none). */
   reuseIntervalSeconds: Count(0, 10),
+  /** Requests per client address and window on each unauthenticated route; 0 turns a route's limit off. */
+  rateLimits: Type.Object({
+    windowSeconds: Count(1, 60),
+    register: Count(0, 20),
+    /** The token endpoint, both grants. */
+    token: Count(0, 60),
+    refresh: Count(0, 120),
+    /** /auth/revoke and /auth/logout, each. */
+    revoke: Count(0, 60)
+  }, { default: {}, additionalProperties: false }),
   firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
 })
 

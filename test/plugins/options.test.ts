@@ -45,7 +45,8 @@ t.test('the accounts plugin names the bad option, defaults the rest', async (t) 
     defaultLimit: 10,
     purgeIntervalMs: 3_600_000,
     reuseDetection: false,
-    reuseIntervalSeconds: 10
+    reuseIntervalSeconds: 10,
+    rateLimits: { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60 }
   }, 'the default page never exceeds the maximum')
 })
 

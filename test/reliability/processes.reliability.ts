@@ -6,7 +6,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { PASSWORD } from '../support/app.js'
 import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
-import { httpRequest, type HttpAnswer } from '../support/http.js'
+import { httpRequest, type HttpAnswer, type HttpRequestOptions } from '../support/http.js'
 import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 import { startServer, type ServerProcess } from '../support/server-process.js'
 import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt, until } from './processes-http.js'
@@ -49,7 +49,9 @@ const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileS
 const pidsOf = (answers: Array<{ pid: number }>) => new Set(answers.map((answer) => answer.pid))
 
 t.test('separate server processes on one database with one SECRET_KEY', { skip }, async (t) => {
-  const env = { DATABASE_URL: database, SECRET_KEY, LOGIN_MAX_FAILURES: '3' }
+  // Limits high enough for every other step here, in a window longer than the test.
+  const limits = { RATE_LIMIT_WINDOW_SECONDS: '3600', RATE_LIMIT_REGISTER: '30', RATE_LIMIT_TOKEN: '40', RATE_LIMIT_REFRESH: '60', RATE_LIMIT_REVOKE: '10' }
+  const env = { DATABASE_URL: database, SECRET_KEY, LOGIN_MAX_FAILURES: '3', ...limits }
   // Started at the same moment: all three migrate the empty database at once.
   const startedAt = performance.now()
   const servers = [startServer(t, env), startServer(t, env), startServer(t, { ...env, SECRET_KEY: 'some-other-secret' })]
@@ -117,6 +119,43 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
     t.equal((await refreshAt(stranger, pair.refresh_token)).status, 401, 'the refresh token')
     t.equal(await meAt(stranger, tokens(await loginAt(stranger, email)).access_token), 200, 'it accepts its own')
     t.equal((await refreshAt(a, pair.refresh_token)).status, 200, 'the refused refresh token was not spent')
+  })
+
+  // Last: it spends every limit of the window, which the stranger shares too (one database, one address).
+  await t.test('each unauthenticated route\'s limit is one count for both processes', async (t) => {
+    const routes: Array<[string, (i: number) => [string, HttpRequestOptions]]> = [
+      ['register', (i) => ['/api/v1/auth/register', { json: { email: `limited${i}@example.com`, password: PASSWORD } }]],
+      ['the token endpoint', () => ['/api/v1/auth/login', { form: { grant_type: 'refresh_token', refresh_token: 'not.a.token' } }]],
+      ['refresh', () => ['/api/v1/auth/refresh', { json: { refresh_token: 'not.a.token' } }]],
+      ['revoke', () => ['/api/v1/auth/revoke', { form: { token: 'not.a.token' } }]],
+      ['logout', () => ['/api/v1/auth/logout', { json: { refresh_token: 'not.a.token' } }]]
+    ]
+    for (const [name, request] of routes) {
+      // Earlier steps used some of the window: the first answer says how much is left.
+      const first = await httpRequest(a, ...request(0))
+      const limit = Number(first.headers.get('ratelimit-limit'))
+      let remaining = Number(first.headers.get('ratelimit-remaining'))
+      t.ok(limit > 0 && remaining >= 0 && remaining < limit, `${name}: ${remaining} of ${limit} left`)
+      let steps = 0
+      for (let i = 1; remaining > 0; i++) {
+        const answer = await httpRequest(i % 2 === 0 ? a : b, ...request(i))
+        const left = Number(answer.headers.get('ratelimit-remaining'))
+        if (answer.status === 429 || left !== remaining - 1) {
+          t.fail(`${name}: answer ${i} was ${answer.status} with ${left} left, after ${remaining}`)
+          break
+        }
+        remaining = left
+        steps++
+      }
+      t.pass(`${name}: ${steps} more answered, alternating processes, each counting down the same window`)
+      for (const [label, base] of [['a', a], ['b', b]] as const) {
+        const refused = await httpRequest(base, ...request(1000))
+        t.equal(refused.status, 429, `${name}: then 429 at ${label}`)
+        t.equal(refused.json?.code, 'RATE_LIMITED', name)
+        t.ok(Number(refused.headers.get('retry-after')) >= 1, `${name}: Retry-After`)
+        t.equal(refused.headers.get('ratelimit-remaining'), '0', `${name}: RateLimit-Remaining`)
+      }
+    }
   })
 
   for (const server of servers) server.child.kill('SIGTERM')

@@ -5,13 +5,16 @@ import type { Config } from '../../config.js'
 import { users } from '../../db/schema.js'
 import { freshDatabase } from './database.js'
 
+/** Tests send every request from one address; the tests of the limits turn them on. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_REGISTER: 0, RATE_LIMIT_TOKEN: 0, RATE_LIMIT_REFRESH: 0, RATE_LIMIT_REVOKE: 0 }
+
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
  * PostgreSQL database when TEST_DATABASE_URL is set. Closed when the test ends; not yet
  * ready, so a test can still add routes (inject readies it).
  */
 export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions = {}): Promise<App> {
-  const app = await buildApp(settings, { logger: false, database: await freshDatabase(t), ...options })
+  const app = await buildApp({ ...NO_RATE_LIMITS, ...settings }, { logger: false, database: await freshDatabase(t), ...options })
   t.teardown(() => app.close())
   return app
 }

@@ -96,4 +96,9 @@ t.test('a token naming no session is refused; SESSION_CHECK=false makes access t
   t.equal((await post(stateless, '/api/v1/auth/logout-all', {}, session.headers)).statusCode, 204)
   t.equal((await me(stateless, session)).statusCode, 200, 'without the check an access token lives until it expires')
   t.equal((await me(app, session)).statusCode, 401, 'with it, it died with the logout')
+
+  // Without the check the guard lets a sessionless token in, but logout-others cannot tell which session to keep.
+  const others = await post(stateless, '/api/v1/auth/logout-others', {}, { authorization: `Bearer ${sessionless}` })
+  t.equal(others.statusCode, 401)
+  t.match(others.json().detail, /names no session/)
 })

@@ -1,0 +1,41 @@
+import createError from '@fastify/error'
+import rateLimit, { normalizeIP, type FastifyRateLimitStore, type FastifyRateLimitStoreCtor, type RateLimitOptions } from '@fastify/rate-limit'
+import type { FastifyRequest } from 'fastify'
+import type { RateCounter } from '../../db/rate-limits.js'
+import type { App } from '../../plugins/validation.js'
+
+const RateLimited = createError('RATE_LIMITED', 'Too many requests to %s from this address; retry in %s seconds', 429)
+
+/** @fastify/rate-limit's store on the database's counters, which every server process shares. */
+function storeOn (counter: RateCounter): FastifyRateLimitStoreCtor {
+  return class DatabaseStore implements FastifyRateLimitStore {
+    incr (key: string, callback: (error: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number) {
+      counter.hit(key, timeWindow).then((hit) => callback(null, hit), callback)
+    }
+
+    child () {
+      return this
+    }
+  }
+}
+
+/** One counter per route and client address (an IPv6 client by its /64, as it can use any address in it). */
+const keyOf = (request: FastifyRequest) => `${request.routeOptions.url} ${normalizeIP(request.ip)}`
+
+/**
+ * @fastify/rate-limit for this context's routes that ask for it (`limit()`), counted in the
+ * database; 429 with Retry-After, and RateLimit-Limit, -Remaining and -Reset on every answer.
+ */
+export async function registerRateLimits (app: App, counter: RateCounter) {
+  await app.register(rateLimit, {
+    global: false,
+    enableDraftSpec: true,
+    store: storeOn(counter),
+    keyGenerator: keyOf,
+    errorResponseBuilder: (request, { ttl }) => new RateLimited(request.routeOptions.url, Math.max(1, Math.ceil(ttl / 1000)))
+  })
+}
+
+/** The route config of a limit of `max` requests per address and window; no limit at 0. */
+export const limit = (max: number, windowSeconds: number): { rateLimit: RateLimitOptions | false } =>
+  ({ rateLimit: max > 0 ? { max, timeWindow: windowSeconds * 1000 } : false })
