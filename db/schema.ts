@@ -58,6 +58,7 @@ export const loginFailures = pgTable('login_failures', {
 ])
 
 // One counter per limited route and client address, in a fixed window that restarts when it is over.
+// UNLOGGED (set in its migration): counts are not worth a WAL flush, and a crash only resets them.
 export const rateLimits = pgTable('rate_limits', {
   key: text('key').primaryKey(),
   hits: integer('hits').notNull(),

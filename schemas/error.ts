@@ -63,7 +63,7 @@ const WHEN: Record<number, string> = {
   409: 'The email is already registered',
   413: 'The body is larger than BODY_LIMIT',
   422: 'The body, query or path failed its schema; errors[] names each field',
-  429: 'Too many failed logins; retry after Retry-After seconds',
+  429: 'Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds',
   503: 'The database is unreachable; retry after Retry-After seconds'
 }
 

@@ -31,14 +31,20 @@ const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not foun
 const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found']
 
 /** The route schemas of the accounts profile; password and page limits come from its options. */
-export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: { passwordMinLength: number, defaultLimit: number, maxLimit: number }) {
+export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, rateLimits }: {
+  passwordMinLength: number, defaultLimit: number, maxLimit: number, rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke', number>
+}) {
+  // A route with a rate limit may answer 429.
+  const limited = (route: keyof typeof rateLimits, path: string): ProblemExample[] => rateLimits[route] > 0
+    ? [[429, 'RATE_LIMITED', `Too many requests to /api/v1/auth/${path} from this address; retry in 42 seconds`]]
+    : []
   return {
     register: {
       operationId: 'register',
       summary: 'Create an account',
       tags: authTags,
       body: RegisterSchema(passwordMinLength),
-      response: { 201: ref(UserSchema), ...problemResponses(409, 422) }
+      response: { 201: ref(UserSchema), ...problemResponses(409, 422, ...limited('register', 'register')) }
     },
     token: {
       operationId: 'login',
@@ -70,7 +76,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: 
         400: oauthError('invalid_request: no token', ['invalid_request', 'AUTH_INVALID_REQUEST', 'token is required']),
         401: oauthError('invalid_client: the HTTP Basic credentials do not decode',
           ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
-        ...problemResponses(503)
+        ...problemResponses(...limited('revoke', 'revoke'), 503)
       }
     },
     refresh: {
@@ -78,14 +84,14 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit }: 
       summary: 'Exchange a refresh token for a new pair (the presented token is revoked)',
       tags: authTags,
       body: RefreshRequestSchema,
-      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422) }
+      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422, ...limited('refresh', 'refresh')) }
     },
     logout: {
       operationId: 'logout',
-      summary: 'Revoke one refresh token',
+      summary: 'End the session of this refresh token',
       tags: authTags,
       body: RefreshRequestSchema,
-      response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(401, 422) }
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 422, ...limited('revoke', 'logout')) }
     },
     logoutAll: {
       operationId: 'logoutAll',

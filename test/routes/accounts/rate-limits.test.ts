@@ -1,4 +1,5 @@
 import rateLimit from '@fastify/rate-limit'
+import { sql } from 'drizzle-orm'
 import Fastify, { type LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { buildApp, type App } from '../../../app.js'
@@ -177,4 +178,18 @@ t.test('bad limits fail the boot', async (t) => {
   t.throws(() => resolveAccountsOptions({ rateLimits: { tokens: 5 } as never }),
     { code: 'ACCOUNTS_INVALID_OPTIONS', message: /rateLimits.tokens is unknown/ })
   t.same(resolveAccountsOptions({}).rateLimits, { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60 }, 'on by default')
+})
+
+t.test('the document shows 429 on the routes whose limit is on', async (t) => {
+  const app = await build(t, { ...OFF, RATE_LIMIT_REGISTER: 5 })
+  const paths = (await app.inject({ method: 'GET', url: '/docs/json' })).json().paths
+  const register = paths['/api/v1/auth/register'].post.responses['429']
+  t.equal(register?.content['application/problem+json'].example.code, 'RATE_LIMITED', 'register, limited')
+  t.notOk(paths['/api/v1/auth/refresh'].post.responses['429'], 'refresh, not limited')
+})
+
+t.test('the counters live in an unlogged table: no WAL flush per count', async (t) => {
+  const app = await build(t)
+  const [row] = await app.plinthDb.db.select({ relpersistence: sql<string>`relpersistence` }).from(sql`pg_class`).where(sql`relname = 'rate_limits'`)
+  t.equal(row?.relpersistence, 'u')
 })
