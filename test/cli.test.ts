@@ -11,7 +11,7 @@ import { ConfigSchema } from '../config.js'
 import { connect, type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
 import { loadSigningKeys, thumbprint } from '../plugins/auth/keys.js'
-import { PASSWORD, build, login, register } from './support/app.js'
+import { DEFAULT_RATE_LIMITS, PASSWORD, build, login, register } from './support/app.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
 import { httpRequest } from './support/http.js'
 
@@ -209,7 +209,7 @@ t.test('an unreachable database or a bad setting is one line on stderr and exit 
 
 t.test('openapi prints the document the server serves, without a database', async (t) => {
   const env = { RESOURCES: 'records,notes', DATABASE_URL: UNREACHABLE }
-  const [run, app] = await Promise.all([plinth(['openapi'], { env }), build(t, { RESOURCES: ['records', 'notes'] })])
+  const [run, app] = await Promise.all([plinth(['openapi'], { env }), build(t, { RESOURCES: ['records', 'notes'], ...DEFAULT_RATE_LIMITS })])
   t.equal(run.code, 0, run.stderr)
   t.equal(run.stderr, '')
   const doc = JSON.parse(run.stdout)

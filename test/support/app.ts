@@ -1,12 +1,15 @@
 import { eq } from 'drizzle-orm'
 import type { Test } from 'tap'
 import { buildApp, type App, type BuildOptions } from '../../app.js'
-import type { Config } from '../../config.js'
+import { loadConfig, type Config } from '../../config.js'
 import { users } from '../../db/schema.js'
 import { freshDatabase } from './database.js'
 
 /** Tests send every request from one address; the tests of the limits turn them on. */
 export const NO_RATE_LIMITS = { RATE_LIMIT_REGISTER: 0, RATE_LIMIT_TOKEN: 0, RATE_LIMIT_REFRESH: 0, RATE_LIMIT_REVOKE: 0 }
+/** The server's default limits, for the tests that compare documents with `plinth openapi`'s. */
+export const DEFAULT_RATE_LIMITS = (({ RATE_LIMIT_REGISTER, RATE_LIMIT_TOKEN, RATE_LIMIT_REFRESH, RATE_LIMIT_REVOKE }: Config) =>
+  ({ RATE_LIMIT_REGISTER, RATE_LIMIT_TOKEN, RATE_LIMIT_REFRESH, RATE_LIMIT_REVOKE }))(loadConfig({}))
 
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
