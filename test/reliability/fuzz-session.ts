@@ -3,7 +3,7 @@ import { inArray } from 'drizzle-orm'
 import type { InjectOptions } from 'fastify'
 import type { App } from '../../app.js'
 import { users } from '../../db/schema.js'
-import { PASSWORD, login, register } from '../support/app.js'
+import { PASSWORD, claimsOf, login, register } from '../support/app.js'
 import { collectionOf, type Operation } from './fuzz-openapi.js'
 import type { Auth, Draft, Payload, Segment } from './fuzz-requests.js'
 import { toJson } from './fuzz-values.js'
@@ -83,8 +83,12 @@ export class FuzzSession {
   /** The request a draft stands for, its live parts filled in from the current state. */
   async request (op: Operation, draft: Draft): Promise<InjectOptions> {
     this.target = undefined
+    const values: string[] = []
+    for (const [i, [, name]] of [...op.path.matchAll(/\{([^}]+)\}/g)].entries()) {
+      values.push(await this.segmentValue(op, name!, draft.segments[i] ?? '', draft.auth))
+    }
     let i = 0
-    const path = op.path.replace(/\{[^}]+\}/g, () => this.segment(op, draft.segments[i++] ?? ''))
+    const path = op.path.replace(/\{[^}]+\}/g, () => values[i++]!)
     const headers: Record<string, string> = {}
     const authorization = this.authorization(draft.auth)
     if (authorization !== undefined) headers.authorization = authorization
@@ -110,6 +114,18 @@ export class FuzzSession {
       const me = await this.app.inject({ url: '/api/v1/users/me', headers: { authorization: `Bearer ${this.tokens[kind]}` } })
       if (me.statusCode === 401) this.tokens[kind] = (await login(this.app, ...this.credentials[kind])).access_token
     }
+  }
+
+  /**
+   * A live session id is a new login of the account the path names (the caller's for /users/me,
+   * the login account for a superuser's /users/{user_id}), so ending it ends no session in use.
+   */
+  private async segmentValue (op: Operation, name: string, segment: Segment, auth: Auth): Promise<string> {
+    if (typeof segment === 'string' || !op.path.includes('{session_id}')) return this.segment(op, segment)
+    const forUser = op.path.includes('{user_id}')
+    if (name === 'user_id') return String(this.accountIds[2])
+    const [email, password] = forUser ? [this.loginEmail, PASSWORD] : this.credentials[auth.kind === 'admin' ? 'admin' : 'user']
+    return String(claimsOf((await login(this.app, email, password)).access_token).sid)
   }
 
   private segment (op: Operation, segment: Segment) {
