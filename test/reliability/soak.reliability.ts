@@ -21,7 +21,7 @@ const MAX_IN_FLIGHT = 50
 const MAX_RSS_GROWTH = 0.1
 // Twice what one purge interval revokes: a purge may run late behind a busy event loop.
 const MAX_REFRESH_ROWS = SESSIONS + REVOKED_PER_SECOND * PURGE_SECONDS * 2
-const PURGE_LOG = 'purged unusable session records'
+const PURGE_LOG = 'purged unusable session records and rate counters'
 
 t.test(`soak: ${SECONDS} s of steady mixed traffic on ${TEST_DATABASE_URL ? 'PostgreSQL' : 'a PGlite folder'}`, async (t) => {
   const url = TEST_DATABASE_URL ? await freshPostgresUrl(t) : `pglite://${await mkdtemp('/tmp/plinth-soak-')}`
