@@ -5,12 +5,12 @@ import t, { type Test } from 'tap'
 import { buildApp, type App } from '../../../app.js'
 import type { Config } from '../../../config.js'
 import { rateLimits } from '../../../db/schema.js'
-import { PASSWORD, build, login, register } from '../../support/app.js'
+import { NO_RATE_LIMITS, PASSWORD, build, login, register } from '../../support/app.js'
 import { freshDatabase } from '../../support/database.js'
 import { assertProblem } from '../../support/responses.js'
 
 // Every unauthenticated auth route is limited per client address, counted in the database.
-const OFF = { RATE_LIMIT_REGISTER: 0, RATE_LIMIT_TOKEN: 0, RATE_LIMIT_REFRESH: 0, RATE_LIMIT_REVOKE: 0 }
+const OFF = NO_RATE_LIMITS
 
 type Send = (app: App, i: number, headers?: Record<string, string>, remoteAddress?: string) => Promise<LightMyRequestResponse>
 const post = (url: string, payload: (i: number) => object): Send => (app, i, headers = {}, remoteAddress = '127.0.0.1') =>
