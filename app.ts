@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions } from 'fastify'
-import { privateKeyOf, resolveConfig, resourcesFile, type Config } from './config.js'
+import { mailTemplatesOf, privateKeyOf, resolveConfig, resourcesFile, type Config } from './config.js'
 import type { DatabaseClient } from './db/client.js'
+import { smtpSender } from './mail/senders.js'
 import accounts from './routes/accounts/index.js'
 import catalog from './routes/catalog/index.js'
 import { guardsOf, type FileResourceDefinition } from './routes/resources/file.js'
@@ -91,6 +92,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     maxLimit: config.MAX_PAGE_LIMIT,
     ...(config.CATALOG_WRITE_SCOPE ? { guards: { write: app.requireScopes(config.CATALOG_WRITE_SCOPE) } } : {})
   })
+  const smtp = config.SMTP_URL === undefined ? undefined : smtpSender(config.SMTP_URL, config.MAIL_TIMEOUT_SECONDS * 1000)
+  if (smtp) app.addHook('onClose', async () => smtp.close())
   await app.register(accounts, {
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
@@ -100,8 +103,22 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       register: config.RATE_LIMIT_REGISTER,
       token: config.RATE_LIMIT_TOKEN,
       refresh: config.RATE_LIMIT_REFRESH,
-      revoke: config.RATE_LIMIT_REVOKE
+      revoke: config.RATE_LIMIT_REVOKE,
+      passwordReset: config.RATE_LIMIT_PASSWORD_RESET,
+      verify: config.RATE_LIMIT_VERIFY,
+      mailsPerEmail: config.RATE_LIMIT_MAILS_PER_EMAIL,
+      mailWindowSeconds: config.RATE_LIMIT_MAILS_WINDOW_SECONDS
     },
+    requireVerified: config.REQUIRE_VERIFIED_EMAIL,
+    resetTokenMinutes: config.RESET_TOKEN_EXPIRE_MINUTES,
+    verifyTokenMinutes: config.VERIFY_TOKEN_EXPIRE_MINUTES,
+    mail: {
+      from: config.MAIL_FROM,
+      appUrl: config.APP_URL ?? config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
+      timeoutMs: config.MAIL_TIMEOUT_SECONDS * 1000,
+      templates: mailTemplatesOf(config)
+    },
+    sendMail: smtp?.sendMail,
     reuseDetection: config.REFRESH_REUSE_DETECTION,
     reuseIntervalSeconds: config.REFRESH_REUSE_INTERVAL_SECONDS,
     purgeIntervalMs: config.PURGE_INTERVAL_SECONDS * 1000,

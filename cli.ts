@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { TSchema } from '@sinclair/typebox'
-import type { DatabaseClient } from './db/client.js'
+import type { Config } from './config.js'
+import type { Database, DatabaseClient } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 
 // Each command loads what it needs when it runs, so --help and usage errors answer at once.
@@ -56,14 +57,33 @@ const commands: Record<string, Command> = {
   'create-superuser': {
     synopsis: '--email EMAIL',
     summary: 'create or promote a superuser, password from a prompt or stdin',
-    description: 'Creates an active superuser with that email. If the account exists, makes it an active\n' +
-      'superuser, replaces its password and revokes its refresh tokens.',
+    description: 'Creates an active superuser with that email, its address verified. If the account exists,\n' +
+      'makes it an active superuser, replaces its password and revokes its refresh tokens.',
     notes: 'The password is never an option (--password is refused). On a terminal it is typed twice\n' +
       'at a hidden prompt; otherwise stdin must hold it alone, on one line:\n' +
       '  plinth create-superuser --email admin@example.com < password-file\n\n' +
       'Environment: DATABASE_URL, PASSWORD_MIN_LENGTH, CREATE_TABLES_ON_STARTUP.',
     options: { email: { type: 'string', value: 'EMAIL', description: 'the account\'s email (required)' } },
     run: createSuperuser
+  },
+  'create-user': {
+    synopsis: '--email EMAIL [options]',
+    summary: 'create a new account, password from a prompt or stdin',
+    description: 'Creates an active, unverified, regular account with that email and the scope me, unless\n' +
+      'the options say otherwise. An existing account is never changed: a taken email fails.',
+    notes: 'The password is never an option (--password is refused). On a terminal it is typed twice\n' +
+      'at a hidden prompt; otherwise stdin must hold it alone, on one line:\n' +
+      '  plinth create-user --email ada@example.com --scopes me,items:read < password-file\n\n' +
+      'A scope name is a lower-case letter, then up to 63 of a-z, 0-9 and : _ . - as in the API.\n\n' +
+      'Environment: DATABASE_URL, PASSWORD_MIN_LENGTH, CREATE_TABLES_ON_STARTUP.',
+    options: {
+      email: { type: 'string', value: 'EMAIL', description: 'the account\'s email (required)' },
+      superuser: { type: 'boolean', description: 'make it a superuser' },
+      inactive: { type: 'boolean', description: 'create it inactive: it cannot log in until activated' },
+      verified: { type: 'boolean', description: 'mark its email as verified' },
+      scopes: { type: 'string', value: 'A,B', description: 'its scopes, comma-separated (default: me; \'\' for none)' }
+    },
+    run: createUser
   },
   keys: {
     words: ['generate'],
@@ -149,12 +169,18 @@ async function runMigrate () {
   console.log(await migrate(await readConfig()))
 }
 
-async function check (field: string, schema: TSchema, value: string, hint = '') {
+/** Why `value` fails `schema` as the API's validator words it, or undefined when it passes. */
+async function refusal (field: string, schema: TSchema, value: string): Promise<string | undefined> {
   const { Type } = await import('@sinclair/typebox')
   const { validatorCompiler } = await import('./plugins/validation.js')
   const validate = validatorCompiler({ schema: Type.Object({ [field]: schema }), method: 'POST', url: '', httpPart: 'body' })
-  if (validate({ [field]: value }) === true) return
-  throw new UsageError(`invalid ${field}: ${validate.errors?.[0]?.message ?? 'refused'}${hint}`)
+  if (validate({ [field]: value }) === true) return undefined
+  return validate.errors?.[0]?.message ?? 'refused'
+}
+
+async function check (field: string, schema: TSchema, value: string, hint = '') {
+  const reason = await refusal(field, schema, value)
+  if (reason !== undefined) throw new UsageError(`invalid ${field}: ${reason}${hint}`)
 }
 
 function readHidden (prompt: string): Promise<string> {
@@ -197,34 +223,84 @@ async function readPassword (): Promise<string> {
   return password
 }
 
-async function createSuperuser ({ email }: Values) {
-  if (typeof email !== 'string') throw new UsageError('create-superuser needs --email EMAIL', usage('create-superuser'))
+/** The settings and the checked email of an account command, before its password is read. */
+async function accountEmail (name: string, email: Values[string]) {
+  if (typeof email !== 'string') throw new UsageError(`${name} needs --email EMAIL`, usage(name))
   const config = await readConfig()
-  const { Email, Password } = await import('./schemas/user.js')
+  const { Email } = await import('./schemas/user.js')
   await check('email', Email(), email)
+  return { config, email }
+}
+
+/** The password read, checked as the API checks it, and hashed: all before any database is opened. */
+async function hashedPassword (config: Config) {
   const password = await readPassword()
+  const { Password } = await import('./schemas/user.js')
   await check('password', Password(config.PASSWORD_MIN_LENGTH), password, ` (PASSWORD_MIN_LENGTH is ${config.PASSWORD_MIN_LENGTH})`)
   const { hashPassword } = await import('./plugins/auth/passwords.js')
-  const hashed = await hashPassword(password)
+  return hashPassword(password)
+}
 
+/** The database of DATABASE_URL, migrated first when CREATE_TABLES_ON_STARTUP, closed once `use` is done. */
+async function withDatabase (config: Config, use: (db: Database) => Promise<void>) {
   const { connect } = await import('./db/client.js')
-  const { createUserRepository } = await import('./db/users.js')
-  const { createSessionRepository } = await import('./db/sessions.js')
-
   const client = await connect(config.DATABASE_URL)
   try {
     if (config.CREATE_TABLES_ON_STARTUP) await client.migrate()
-    const users = createUserRepository(client.db)
-    const { created, user } = await users.createIfAbsent({ email, hashed_password: hashed, is_superuser: true, scopes: 'me' })
-    if (created) return console.log(`created superuser ${user.email} (id ${user.id})`)
-    await users.update(user.id, { hashed_password: hashed, is_superuser: true, is_active: true })
-    // As for a password change through the API: the sessions opened with the old password end.
-    const ended = await createSessionRepository(client.db).revokeAll(user.id)
-    const change = !user.is_superuser ? 'promoted to active superuser' : user.is_active ? 'already a superuser' : 'reactivated superuser'
-    console.log(`existing account ${user.email} (id ${user.id}) ${change}; password replaced, ${ended} refresh token(s) revoked`)
+    await use(client.db)
   } finally {
     await client.close()
   }
+}
+
+async function createSuperuser (values: Values) {
+  const { config, email } = await accountEmail('create-superuser', values.email)
+  const hashed = await hashedPassword(config)
+  const { createUserRepository } = await import('./db/users.js')
+  const { createSessionRepository } = await import('./db/sessions.js')
+  await withDatabase(config, async (db) => {
+    const users = createUserRepository(db)
+    const { created, user } = await users.createIfAbsent({ email, hashed_password: hashed, is_superuser: true, is_verified: true, scopes: 'me' })
+    if (created) return console.log(`created superuser ${user.email} (id ${user.id})`)
+    await users.update(user.id, { hashed_password: hashed, is_superuser: true, is_active: true })
+    // As for a password change through the API: the sessions opened with the old password end.
+    const ended = await createSessionRepository(db).revokeAll(user.id)
+    const change = !user.is_superuser ? 'promoted to active superuser' : user.is_active ? 'already a superuser' : 'reactivated superuser'
+    console.log(`existing account ${user.email} (id ${user.id}) ${change}; password replaced, ${ended} refresh token(s) revoked`)
+  })
+}
+
+/** `--scopes` as the API takes `scopes`: at most 32 names, each a ScopeName; empty for none. */
+async function scopeNames (text: string): Promise<string[]> {
+  const names = text.trim() === '' ? [] : text.split(',').map((name) => name.trim())
+  if (names.length > 32) throw new UsageError(`invalid scopes: at most 32 (got ${names.length})`)
+  const { ScopeName } = await import('./schemas/user.js')
+  for (const name of names) {
+    const reason = await refusal('scope', ScopeName(), name)
+    if (reason !== undefined) throw new UsageError(`invalid scope "${name}": ${reason}`)
+  }
+  return names
+}
+
+async function createUser (values: Values) {
+  const { config, email } = await accountEmail('create-user', values.email)
+  const scopes = typeof values.scopes === 'string' ? await scopeNames(values.scopes) : undefined
+  const hashed = await hashedPassword(config)
+  const { createUserRepository, scopeText } = await import('./db/users.js')
+  await withDatabase(config, async (db) => {
+    const user = await createUserRepository(db).create({
+      email,
+      hashed_password: hashed,
+      is_superuser: values.superuser === true,
+      is_active: values.inactive !== true,
+      is_verified: values.verified === true,
+      ...(scopes && { scopes: scopeText(scopes) })
+    })
+    if (!user) throw new Error(`the email ${email.toLowerCase()} is already registered`)
+    const traits = [user.is_superuser && 'superuser', user.is_active ? 'active' : 'inactive', user.is_verified ? 'verified' : 'unverified',
+      user.scopes === '' ? 'no scopes' : `scopes ${user.scopes}`]
+    console.log(`created user ${user.email} (id ${user.id}): ${traits.filter(Boolean).join(', ')}`)
+  })
 }
 
 async function generateKeys (values: Values) {
@@ -274,8 +350,9 @@ function report (error: unknown): number {
 async function main (args: string[]): Promise<void> {
   // Refused before anything else, however it is written: even a failed parse must not go further.
   if (args.some((arg) => /^--password(=|$)/.test(arg))) {
+    const example = args[0] === 'create-user' ? 'create-user' : 'create-superuser'
     throw new UsageError('--password is refused: a password on the command line shows in the process list and the ' +
-      'shell history. Type it at the prompt, or pipe it on stdin: plinth create-superuser --email EMAIL < password-file')
+      `shell history. Type it at the prompt, or pipe it on stdin: plinth ${example} --email EMAIL < password-file`)
   }
   const [name, ...rest] = args
   if (name === '--help' || name === '-h') {

@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { isIP } from 'node:net'
 import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { BUILT_IN_TABLES } from './db/resources.js'
+import { readTemplatesDir } from './mail/templates.js'
 import { ALGORITHMS } from './plugins/auth/keys.js'
 import type { FieldTableSpec } from './db/field-table.js'
 import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
@@ -35,6 +36,20 @@ export const ConfigSchema = Type.Object({
     pattern: '^https?://[^/?#]+$',
     description: 'the origin clients reach the server at, such as https://api.example.com'
   })),
+  APP_URL: Type.Optional(Type.String({
+    pattern: '^https?://[^?#]+$',
+    description: 'the URL of the front end that serves /reset-password and /verify-email, such as https://app.example.com'
+  })),
+  SMTP_URL: Type.Optional(Type.String({
+    pattern: '^smtps?://',
+    description: 'an smtp:// or smtps:// URL such as smtps://user:password@smtp.example.com'
+  })),
+  MAIL_FROM: Type.String({ minLength: 3, default: 'plinth <no-reply@localhost>' }),
+  MAIL_TEMPLATES_DIR: Type.Optional(Type.String({ minLength: 1, description: 'the path of a folder of mail templates' })),
+  MAIL_TIMEOUT_SECONDS: Int(1, 10, 600),
+  RESET_TOKEN_EXPIRE_MINUTES: Int(1, 30, 10080),
+  VERIFY_TOKEN_EXPIRE_MINUTES: Int(1, 1440, 43200),
+  REQUIRE_VERIFIED_EMAIL: Type.Boolean({ default: false }),
   ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
   REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
   FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
@@ -73,6 +88,10 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_TOKEN: Int(0, 60),
   RATE_LIMIT_REFRESH: Int(0, 120),
   RATE_LIMIT_REVOKE: Int(0, 60),
+  RATE_LIMIT_PASSWORD_RESET: Int(0, 10),
+  RATE_LIMIT_VERIFY: Int(0, 10),
+  RATE_LIMIT_MAILS_PER_EMAIL: Int(0, 5),
+  RATE_LIMIT_MAILS_WINDOW_SECONDS: Int(1, 3600, 604800),
   REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
   REFRESH_REUSE_INTERVAL_SECONDS: Int(0, 10, 3600),
   SESSION_CHECK: Type.Boolean({ default: true }),
@@ -179,6 +198,18 @@ export function privateKeyOf (config: Config): string | undefined {
     return readFileSync(path, 'utf8')
   } catch (err) {
     throw new ConfigError(`JWT_PRIVATE_KEY_FILE ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
+  }
+}
+
+/** The mail templates of MAIL_TEMPLATES_DIR, which must be a folder; the defaults without one. */
+export function mailTemplatesOf (config: Config): ReturnType<typeof readTemplatesDir> {
+  const dir = config.MAIL_TEMPLATES_DIR
+  if (dir === undefined) return {}
+  try {
+    if (!statSync(dir).isDirectory()) throw new Error('not a folder')
+    return readTemplatesDir(dir)
+  } catch (err) {
+    throw new ConfigError(`MAIL_TEMPLATES_DIR ${dir}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such folder' : (err as Error).message}`)
   }
 }
 

@@ -15,16 +15,34 @@ export const users = pgTable('users', {
   is_active: boolean('is_active').notNull().default(true),
   is_superuser: boolean('is_superuser').notNull().default(false),
   scopes: text('scopes').notNull().default('me'),
+  // Accounts that existed before verification did are migrated unverified: nobody proved their address.
+  is_verified: boolean('is_verified').notNull().default(false),
   created_at: createdAt()
 })
+
+/**
+ * The single-use tokens mailed for a password reset or an email verification, stored only as
+ * the SHA-256 of the token. `binding` is what the token was issued for (a fingerprint of the
+ * password hash and email, or the email): once that changes, the token is void.
+ */
+export const accountTokens = pgTable('account_tokens', {
+  hash: text('hash').primaryKey(),
+  user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  purpose: text('purpose', { enum: ['reset', 'verify'] }).notNull(),
+  binding: text('binding').notNull(),
+  expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  created_at: createdAt()
+}, (table) => [
+  index('account_tokens_user_id_idx').on(table.user_id),
+  index('account_tokens_expires_at_idx').on(table.expires_at),
+  check('account_tokens_purpose', sql`${table.purpose} in ('reset', 'verify')`)
+])
 
 /** A login: one family of refresh tokens, and what its access tokens name as `sid`. */
 export const sessions = pgTable('sessions', {
   id: uuid('id').primaryKey(),
   user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
   created_at: createdAt(),
-  // The last refresh; the login itself until then.
-  last_used_at: timestamp('last_used_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   user_agent: text('user_agent'),
   ip: text('ip'),
   // Set when the session ends; its access tokens die with it.

@@ -22,7 +22,7 @@ export interface Attempter { email: string, address: string }
 
 export interface Client { user_agent: string | null, ip: string | null }
 
-export type SessionRow = Pick<typeof sessions.$inferSelect, 'id' | 'created_at' | 'last_used_at' | 'user_agent' | 'ip'>
+export type SessionRow = Pick<typeof sessions.$inferSelect, 'id' | 'created_at' | 'user_agent' | 'ip'> & { last_used_at: Date }
 
 export interface SessionOptions {
   loginWindowSeconds: number
@@ -94,9 +94,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     revoked: sql`false`.as('revoked'),
     created_at: sql`now()`.as('created_at')
   }).from(revoked)))
-  const touched = db.$with('touched').as(db.update(sessions).set({ last_used_at: sql`now()` })
-    .where(sql`${sessions.id} in (select family_id from ${revoked})`).returning({ id: sessions.id }))
-  const rotation = db.with(revoked, successor, touched).select({ scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
+  const rotation = db.with(revoked, successor).select({ scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
 
   // A session is listed while it can still be refreshed: not ended, and its current token unexpired.
@@ -104,12 +102,16 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     .from(refreshTokens)
     .where(and(eq(refreshTokens.family_id, sessions.id), eq(refreshTokens.revoked, false), gt(refreshTokens.expires_at, sql`now()`)))))
 
+  // A session was last used when its newest refresh token was issued: a refresh writes no session row.
+  const lastUsed = sql<Date>`(select max(${refreshTokens.created_at}) from ${refreshTokens} where ${refreshTokens.family_id} = ${sessions.id})`
+    .mapWith(refreshTokens.created_at)
+
   /** Ends the sessions `where` picks and revokes their refresh tokens; how many were live. */
-  async function endSessions (where: SQL): Promise<number> {
-    const ended = await db.update(sessions).set({ ended_at: sql`now()` }).where(and(where, isNull(sessions.ended_at)))
+  async function endSessions (where: SQL, tx: Database = db): Promise<number> {
+    const ended = await tx.update(sessions).set({ ended_at: sql`now()` }).where(and(where, isNull(sessions.ended_at)))
       .returning({ id: sessions.id })
     if (ended.length > 0) {
-      await db.update(refreshTokens).set({ revoked: true })
+      await tx.update(refreshTokens).set({ revoked: true })
         .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
     }
     return ended.length
@@ -164,7 +166,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     /** The user's live sessions, newest first, and how many there are. */
     async list (userId: number, { offset, limit }: { offset: number, limit: number }): Promise<{ rows: SessionRow[], total: number }> {
       const [rows, [counted]] = await Promise.all([
-        db.select({ id: sessions.id, created_at: sessions.created_at, last_used_at: sessions.last_used_at, user_agent: sessions.user_agent, ip: sessions.ip })
+        db.select({ id: sessions.id, created_at: sessions.created_at, last_used_at: lastUsed, user_agent: sessions.user_agent, ip: sessions.ip })
           .from(sessions).where(listed(userId)).orderBy(desc(sessions.created_at), desc(sessions.id)).offset(offset).limit(limit),
         db.select({ total: count() }).from(sessions).where(listed(userId))
       ])
@@ -176,9 +178,9 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       return await endSessions(and(eq(sessions.id, sid), eq(sessions.user_id, userId))!) > 0
     },
 
-    /** Ends every session of the user, or every one but `keep`; returns how many were live. */
-    async revokeAll (userId: number, keep?: string): Promise<number> {
-      return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!)
+    /** Ends every session of the user, or every one but `keep`, in `tx` when given; returns how many were live. */
+    async revokeAll (userId: number, keep?: string, tx?: Database): Promise<number> {
+      return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!, tx)
     },
 
     /** Deletes what can never be used again: expired refresh tokens, revoked ones unless reuse detection keeps them as evidence, and login counters past their window. */

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { createRepository } from './crud.js'
 import { sqlState } from './errors.js'
@@ -39,6 +39,25 @@ export function createUserRepository (db: Database) {
       const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
       const result = await unlessEmailTaken(async () => ({ row: await repo.update(id, change, tx) }))
       return result === null ? 'email_taken' : result.row
+    },
+    /**
+     * Runs `write` in a transaction unless `id` is the only active superuser. Every active
+     * superuser is locked meanwhile, so two such writes take turns and one always stays.
+     */
+    async unlessLastSuperuser<T> (id: number, write: (tx: Database) => Promise<T>): Promise<T | 'last_superuser'> {
+      return db.transaction(async (tx) => {
+        const superusers = await tx.select({ id: users.id }).from(users)
+          .where(and(eq(users.is_superuser, true), eq(users.is_active, true))).orderBy(users.id).for('update')
+        if (superusers.length === 1 && superusers[0]!.id === id) return 'last_superuser'
+        return write(tx)
+      })
+    },
+    /** Deletes the account unless it is the last active superuser. */
+    async deleteAccount (id: number): Promise<'deleted' | 'not_found' | 'last_superuser'> {
+      return this.unlessLastSuperuser(id, async (tx) => {
+        const deleted = await tx.delete(users).where(eq(users.id, id)).returning({ id: users.id })
+        return deleted.length > 0 ? 'deleted' : 'not_found'
+      })
     },
     /** Creates the account unless the email exists; an existing account is never changed. */
     async createIfAbsent (values: NewUserRow): Promise<{ created: boolean, user: UserRow }> {

@@ -23,15 +23,16 @@ export const ValidationProblemSchema = Type.Object({
 
 export type ValidationProblem = Static<typeof ValidationProblemSchema>
 
-export type ProblemExample = [status: number, code: string, detail: string]
+/** A status with its example code and detail, and what it means on this route when that differs from the usual. */
+export type ProblemExample = [status: number, code: string, detail: string, when?: string]
 
 /** Error responses as `application/problem+json`, each with an example of its own status (a shared one would show `status: 400` everywhere). */
 export function problemResponses (...statuses: Array<number | ProblemExample>) {
   return Object.fromEntries(statuses.map((entry) => {
-    const [status, code, detail] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] : entry
+    const [status, code, detail, when] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] : entry
     const example = { type: 'about:blank', title: STATUS_CODES[status], status, detail, code }
     return [status, {
-      description: WHEN[status] ?? 'Error',
+      description: when ?? WHEN[status] ?? 'Error',
       // The media type the error handler sends; Fastify picks the serializer by it too.
       content: {
         'application/problem+json': {

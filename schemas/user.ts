@@ -12,7 +12,8 @@ export const UserSchema = Type.Object({
   email: Type.String({ format: 'email' }),
   is_active: Type.Boolean(),
   is_superuser: Type.Boolean(),
-  scopes: Type.Array(Type.String())
+  scopes: Type.Array(Type.String()),
+  is_verified: Type.Boolean({ description: 'Whether the owner proved the email address is theirs, by a link mailed to it' })
 }, { $id: 'User', title: 'User', description: 'An account as the API shows it: never its password hash' })
 
 export type User = Static<typeof UserSchema>
@@ -33,12 +34,28 @@ export const MeUpdateSchema = (passwordMinLength: number) => Type.Object({
   current_password: Type.Optional(Text({ maxLength: 1024 }))
 }, { additionalProperties: false, dependentRequired: { password: ['current_password'] } })
 
+const adminFlags = {
+  is_active: Type.Optional(Type.Boolean()),
+  is_superuser: Type.Optional(Type.Boolean()),
+  scopes: Type.Optional(Type.Array(ScopeName(), { maxItems: 32 })),
+  is_verified: Type.Optional(Type.Boolean())
+}
+
 export const UserAdminUpdateSchema = (passwordMinLength: number) => Type.Object({
   email: Type.Optional(Email()),
   password: Type.Optional(Password(passwordMinLength)),
-  is_active: Type.Optional(Type.Boolean()),
-  is_superuser: Type.Optional(Type.Boolean()),
-  scopes: Type.Optional(Type.Array(ScopeName(), { maxItems: 32 }))
+  ...adminFlags
+}, { additionalProperties: false })
+
+export const UserCreateSchema = (passwordMinLength: number) => Type.Object({
+  email: Email(),
+  password: Password(passwordMinLength),
+  ...adminFlags
+}, { additionalProperties: false })
+
+/** Deleting one's own account takes the password, so a stolen access token cannot. */
+export const MeDeleteSchema = Type.Object({
+  current_password: Text({ maxLength: 1024 })
 }, { additionalProperties: false })
 
 export const UserIdParams = Type.Object({ user_id: Id() })

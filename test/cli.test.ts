@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { getTableName, is, sql, type SQL } from 'drizzle-orm'
+import { eq, getTableName, is, sql, type SQL } from 'drizzle-orm'
 import { PgTable } from 'drizzle-orm/pg-core'
 import t, { type Test } from 'tap'
 import { buildApp, type App } from '../app.js'
@@ -11,6 +11,7 @@ import { ConfigSchema } from '../config.js'
 import { connect, type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
 import { loadSigningKeys, thumbprint } from '../plugins/auth/keys.js'
+import { verifyPassword } from '../plugins/auth/passwords.js'
 import { DEFAULT_RATE_LIMITS, PASSWORD, build, login, register } from './support/app.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
 import { httpRequest } from './support/http.js'
@@ -78,7 +79,7 @@ async function untouched (t: Test) {
   return { env: { DATABASE_URL: `pglite://${dir}/data` }, opened: () => exists(`${dir}/data`) }
 }
 
-const commandNames = ['serve', 'migrate', 'create-superuser', 'openapi']
+const commandNames = ['serve', 'migrate', 'create-superuser', 'create-user', 'openapi']
 
 t.test('--help is usage on stdout with 0; no command or an unknown one, usage on stderr with 2', async (t) => {
   const [help, short, none, unknown] = await Promise.all([plinth(['--help']), plinth(['-h']), plinth([]), plinth(['frobnicate'])])
@@ -86,6 +87,7 @@ t.test('--help is usage on stdout with 0; no command or an unknown one, usage on
   t.match(help.stdout, /^Usage: plinth <command>/)
   for (const name of commandNames) t.match(help.stdout, new RegExp(`^  ${name} `, 'm'), `lists ${name}`)
   t.match(help.stdout, /create-superuser --email EMAIL/)
+  t.match(help.stdout, /create-user --email EMAIL \[options\]/)
   t.match(help.stdout, /plinth <command> --help/)
   t.match(help.stdout, /plinth --version/)
   t.equal(help.stderr, '')
@@ -120,7 +122,7 @@ t.test('<command> --help prints that command\'s own usage with 0 and runs nothin
     t.notMatch(long.stdout, /Commands:|<command>/, `${name}: not the global usage`)
     t.same(short, long, `${name}: -h is --help`)
   })
-  t.equal(new Set(helps.values()).size, commandNames.length, 'four different texts')
+  t.equal(new Set(helps.values()).size, commandNames.length, 'a different text for each')
   for (const name of ['serve', 'migrate', 'openapi']) t.match(helps.get(name), /\nOptions:\n {2}none \(-h, --help prints this help\)\n/)
   const superuser = helps.get('create-superuser')
   t.match(superuser, /^Usage: plinth create-superuser --email EMAIL\n/)
@@ -128,6 +130,14 @@ t.test('<command> --help prints that command\'s own usage with 0 and runs nothin
   t.match(superuser, /\n {2}-h, --help +\S/)
   t.match(superuser, /hidden prompt/)
   t.match(superuser, /stdin/)
+  const user = helps.get('create-user')
+  t.match(user, /^Usage: plinth create-user --email EMAIL \[options\]\n\nCreates an active, unverified, regular account/)
+  for (const option of ['--email EMAIL', '--superuser', '--inactive', '--verified', '--scopes A,B', '-h, --help']) {
+    t.match(user, new RegExp(`\\n {2}${option} +\\S`), `create-user: ${option} is described`)
+  }
+  t.match(user, /never changed/)
+  t.match(user, /hidden prompt/)
+  t.match(user, /\n {2}plinth create-user --email \S+ --scopes \S+ < password-file\n/)
   t.notOk(await target.opened(), 'no database opened')
 })
 
@@ -194,6 +204,31 @@ t.test('create-superuser refuses a bad email or password with 2, before opening 
   const runs = await Promise.all(cases.map(([, args, input, env]) =>
     plinth(['create-superuser', ...args], { input, env: { ...target.env, ...env } })))
   runs.forEach((run, i) => t.same(run, { code: 2, stdout: '', stderr: cases[i]![0] }, cases[i]![0]))
+  t.notOk(await target.opened(), 'no database opened')
+})
+
+t.test('create-user refuses a bad email, scope or password, or --password, with 2, before opening the database', async (t) => {
+  const target = await untouched(t)
+  const help = (await plinth(['create-user', '--help'])).stdout
+  const pattern = '"^[a-z][a-z0-9:_.-]{0,63}$"'
+  const many = Array.from({ length: 33 }, (_, i) => `s${i}`).join(',')
+  const cases: Array<[string, string[], string, Record<string, string>?]> = [
+    [`plinth: create-user needs --email EMAIL\n\n${help}`, ['--superuser'], `${PASSWORD}\n`],
+    ['plinth: invalid email: must match format "email"\n', ['--email', 'not-an-email'], `${PASSWORD}\n`],
+    [`plinth: invalid scope "Items": must match pattern ${pattern}\n`, ['--email', 'a@example.com', '--scopes', 'me,Items'], `${PASSWORD}\n`],
+    [`plinth: invalid scope "": must match pattern ${pattern}\n`, ['--email', 'a@example.com', '--scopes', 'me,,items'], `${PASSWORD}\n`],
+    ['plinth: invalid scopes: at most 32 (got 33)\n', ['--email', 'a@example.com', '--scopes', many], `${PASSWORD}\n`],
+    ['plinth: invalid password: must NOT have fewer than 12 characters (PASSWORD_MIN_LENGTH is 12)\n', ['--email', 'a@example.com'], 'eleven-char\n', { PASSWORD_MIN_LENGTH: '12' }],
+    ['plinth: no password on stdin\n', ['--email', 'a@example.com'], '']
+  ]
+  const [refused, ...runs] = await Promise.all([
+    plinth(['create-user', '--email', 'a@example.com', '--password=hunter2-secret'], { env: target.env, input: `${PASSWORD}\n` }),
+    ...cases.map(([, args, input, env]) => plinth(['create-user', ...args], { input, env: { ...target.env, ...env } }))
+  ])
+  runs.forEach((run, i) => t.same(run, { code: 2, stdout: '', stderr: cases[i]![0] }, cases[i]![0].split('\n')[0]!))
+  t.same([refused!.code, refused!.stdout], [2, ''])
+  t.match(refused!.stderr, /^plinth: --password is refused: [^\n]* plinth create-user --email EMAIL < password-file\n$/)
+  t.notMatch(refused!.stderr, /hunter2/, 'the password is not repeated')
   t.notOk(await target.opened(), 'no database opened')
 })
 
@@ -283,6 +318,73 @@ t.test('create-superuser on an existing account promotes it, replaces its passwo
     const refresh = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: adaRefreshToken } })
     t.equal(refresh.statusCode, 401, 'the session opened with the old password is over')
   })
+})
+
+/** The account's row, on a connection closed before the next command runs (PGlite: one process at a time). */
+async function userRow (email: string) {
+  const client = await connect(url)
+  try {
+    const [row] = await client.db.select().from(schema.users).where(eq(schema.users.email, email))
+    if (!row) throw new Error(`no account ${email}`)
+    return row
+  } finally {
+    await client.close()
+  }
+}
+
+t.test('create-user makes an active, unverified, regular account with the scope me, which can log in', async (t) => {
+  const run = await plinth(['create-user', '--email', 'Bob@Example.com'], { env: { DATABASE_URL: url }, input: `${PASSWORD}\n` })
+  const row = await userRow('bob@example.com')
+  t.same(run, { code: 0, stdout: `created user bob@example.com (id ${row.id}): active, unverified, scopes me\n`, stderr: '' })
+  t.match(row, { is_active: true, is_superuser: false, is_verified: false, scopes: 'me' })
+  t.ok(await verifyPassword(row.hashed_password, PASSWORD), 'the password on stdin is the password')
+  await withApp(url, async (app) => {
+    const session = await login(app, 'bob@example.com')
+    const me = await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })
+    t.match(me.json(), { id: row.id, email: 'bob@example.com', is_active: true, is_superuser: false, scopes: ['me'] })
+    t.equal((await app.inject({ method: 'GET', url: '/api/v1/users', headers: session.headers })).statusCode, 403, 'not a superuser')
+  })
+})
+
+t.test('each create-user option sets what it names, and only that', async (t) => {
+  const plain = { is_superuser: false, is_active: true, is_verified: false, scopes: 'me' }
+  const cases: Array<[string, string[], string, Partial<typeof plain>]> = [
+    ['carl@example.com', ['--superuser'], 'superuser, active, unverified, scopes me', { is_superuser: true }],
+    ['dora@example.com', ['--inactive'], 'inactive, unverified, scopes me', { is_active: false }],
+    ['erin@example.com', ['--verified'], 'active, verified, scopes me', { is_verified: true }],
+    ['finn@example.com', ['--scopes', 'items:read, me,items:read'], 'active, unverified, scopes items:read,me', { scopes: 'items:read,me' }],
+    ['gail@example.com', ['--scopes', ''], 'active, unverified, no scopes', { scopes: '' }],
+    ['hugo@example.com', ['--superuser', '--inactive', '--verified', '--scopes', 'admin'], 'superuser, inactive, verified, scopes admin',
+      { is_superuser: true, is_active: false, is_verified: true, scopes: 'admin' }]
+  ]
+  // One after another: a PGlite folder is open in one process at a time.
+  for (const [email, args, traits, flags] of cases) {
+    const run = await plinth(['create-user', '--email', email, ...args], { env: { DATABASE_URL: url }, input: `${PASSWORD}\n` })
+    const row = await userRow(email)
+    const name = args.map((arg) => arg || "''").join(' ')
+    t.same(run, { code: 0, stdout: `created user ${email} (id ${row.id}): ${traits}\n`, stderr: '' }, name)
+    const actual = { is_superuser: row.is_superuser, is_active: row.is_active, is_verified: row.is_verified, scopes: row.scopes }
+    t.same(actual, { ...plain, ...flags }, `${name}: the row`)
+    t.ok(await verifyPassword(row.hashed_password, PASSWORD), `${name}: the password`)
+  }
+  await withApp(url, async (app) => {
+    const carl = await login(app, 'carl@example.com')
+    t.equal((await app.inject({ method: 'GET', url: '/api/v1/users', headers: carl.headers })).statusCode, 200, '--superuser: a superuser-only route')
+    const dora = await app.inject(loginForm('dora@example.com', PASSWORD))
+    t.same([dora.statusCode, dora.json().detail], [400, 'This account is inactive'], '--inactive: cannot log in')
+    const finn = await login(app, 'finn@example.com')
+    const scopes = await app.inject({ method: 'GET', url: '/api/v1/users/me/scopes', headers: finn.headers })
+    t.same(scopes.json(), { scopes: ['items:read', 'me'] }, '--scopes: what the account holds')
+  })
+})
+
+t.test('create-user on a taken email exits 1 and leaves the account as it was', async (t) => {
+  const before = await userRow('bob@example.com')
+  const run = await plinth(['create-user', '--email', 'BOB@example.com', '--superuser', '--verified', '--scopes', 'admin'], {
+    env: { DATABASE_URL: url }, input: 'another long password\n'
+  })
+  t.same(run, { code: 1, stdout: '', stderr: 'plinth: the email bob@example.com is already registered\n' })
+  t.same(await userRow('bob@example.com'), before)
 })
 
 // util-linux `script` gives the CLI a terminal, so the prompt path runs as an operator meets it.

@@ -26,7 +26,7 @@ t.test('accounts alone, with the auth plugin: register, log in, read the profile
 
   const registered = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email: 'Host@Example.com', password: 'long enough' } })
   t.equal(registered.statusCode, 201)
-  t.same(registered.json(), { id: 1, email: 'host@example.com', is_active: true, is_superuser: false, scopes: ['me'] })
+  t.same(registered.json(), { id: 1, email: 'host@example.com', is_active: true, is_superuser: false, scopes: ['me'], is_verified: false })
   const login = await app.inject({
     method: 'POST',
     url: '/api/v1/auth/login',

@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { createSessionLookup } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
-import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser } from './errors.js'
+import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser, notVerified } from './errors.js'
 import { loadSigningKeys } from './keys.js'
 import { resolveAuthOptions, type AuthOptions } from './options.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
@@ -20,6 +20,8 @@ declare module 'fastify' {
     authenticate: Guard
     /** Guard: `authenticate`, then the user must be a superuser. */
     requireSuperuser: Guard
+    /** Guard: `authenticate`, then the user's email must be verified. */
+    requireVerified: Guard
     /** Guard: `authenticate`, then every scope must be in the token and on the user's record. */
     requireScopes (...scopes: string[]): Guard
   }
@@ -53,7 +55,7 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
 }
 
 /**
- * JWT access tokens (HS256, EdDSA or ES256) and the three guards, on the root instance so any plugin, a
+ * JWT access tokens (HS256, EdDSA or ES256) and the guards, on the root instance so any plugin, a
  * host app's included, can protect its routes with them.
  * @see https://www.rfc-editor.org/rfc/rfc6750
  */
@@ -96,6 +98,10 @@ async function authPlugin (app: App, opts: AuthOptions) {
   app.decorate('requireSuperuser', guard(async function requireSuperuser (request) {
     await authenticate(request)
     if (!request.account.is_superuser) throw notSuperuser()
+  }))
+  app.decorate('requireVerified', guard(async function requireVerified (request) {
+    await authenticate(request)
+    if (!request.account.is_verified) throw notVerified()
   }))
   app.decorate('requireScopes', (...scopes: string[]) => guard(async function requireScopes (request) {
     await authenticate(request)

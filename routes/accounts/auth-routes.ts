@@ -7,7 +7,7 @@ import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../
 import type { App } from '../../plugins/validation.js'
 import type { TokenRequest } from '../../schemas/token.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, InvalidCredentials, InvalidRefreshToken, tooManyFailures } from './errors.js'
+import { EmailTaken, InvalidCredentials, InvalidRefreshToken, UnverifiedEmail, tooManyFailures } from './errors.js'
 import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
 import { limit } from './rate-limits.js'
 
@@ -18,7 +18,7 @@ const clientOf = (request: FastifyRequest) => ({ user_agent: request.headers['us
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: App, ctx: AccountsContext) {
-  const { users, sessions, schemas } = ctx
+  const { users, sessions, schemas, mail } = ctx
   const { windowSeconds, ...limits } = ctx.rateLimits
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
@@ -63,6 +63,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const { email, password } = request.body
     const user = await users.create({ email, hashed_password: await hashPassword(password) })
     if (!user) throw new EmailTaken(email.toLowerCase())
+    await mail.verify(request, user)
     return reply.code(201).send(toPublic(user))
   })
 
@@ -81,9 +82,12 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const user = attempt ? attempt.user : await users.findByEmail(email)
     const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), body.password)
     if (!user || !valid) throw new InvalidCredentials()
-    if (!user.is_active) {
+    if (!user.is_active || (ctx.requireVerified && !user.is_verified)) {
+      // The password was right: not a failure to count.
       if (counted) await sessions.clearAttempts(counted)
-      throw inactiveUser()
+      if (!user.is_active) throw inactiveUser()
+      await mail.verify(request, user)
+      throw new UnverifiedEmail()
     }
     // Checked once the password is: an unknown scope must not tell whether the account exists.
     const granted = scopeList(user.scopes)

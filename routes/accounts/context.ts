@@ -1,7 +1,9 @@
 import type { Static } from '@sinclair/typebox'
+import type { AccountTokenRepository } from '../../db/account-tokens.js'
 import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
+import type { AccountMail } from './account-mail.js'
 import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
 
@@ -9,12 +11,16 @@ import type { accountsSchemas } from './schemas.js'
 export interface AccountsContext {
   users: UserRepository
   sessions: SessionRepository
+  tokens: AccountTokenRepository
+  mail: AccountMail
   schemas: ReturnType<typeof accountsSchemas>
   passwordMinLength: number
   loginMaxFailures: number
   rateLimits: Static<typeof AccountsOptionsSchema>['rateLimits']
   defaultLimit: number
   maxLimit: number
+  requireVerified: boolean
+  now: () => Date
 }
 
 /** The public shape of an account; the response schema drops anything else by construction. */
@@ -23,5 +29,6 @@ export const toPublic = (user: UserRow): User => ({
   email: user.email,
   is_active: user.is_active,
   is_superuser: user.is_superuser,
-  scopes: scopeList(user.scopes)
+  scopes: scopeList(user.scopes),
+  is_verified: user.is_verified
 })

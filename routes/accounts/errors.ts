@@ -11,3 +11,12 @@ const TooManyFailures = createError('AUTH_TOO_MANY_FAILURES', 'Too many failed l
 export const tooManyFailures = (retryAfter: number) =>
   Object.assign(new TooManyFailures(retryAfter), { headers: { 'retry-after': String(retryAfter) } })
 export const SessionNotFound = createError('ACCOUNT_SESSION_NOT_FOUND', 'session %s not found', 404)
+export const InvalidResetToken = createError('AUTH_INVALID_RESET_TOKEN', 'Invalid password reset token: %s', 400)
+export const InvalidVerifyToken = createError('AUTH_INVALID_VERIFY_TOKEN', 'Invalid verification token: %s', 400)
+export const UnverifiedEmail = createError('AUTH_UNVERIFIED_EMAIL', 'The email address is not verified: a link to verify it has been sent to it', 400)
+export const AlreadyVerified = createError('ACCOUNT_ALREADY_VERIFIED', 'The email %s is already verified', 409)
+export const LastSuperuser = createError('ACCOUNT_LAST_SUPERUSER',
+  'This is the last active superuser: make another account an active superuser first, so the service keeps one', 409)
+const TooManyMails = createError('MAIL_RATE_LIMITED', 'Too many mails of this kind to %s; retry in %s seconds', 429)
+export const tooManyMails = (email: string, retryAfter: number) =>
+  Object.assign(new TooManyMails(email, retryAfter), { headers: { 'retry-after': String(retryAfter) } })

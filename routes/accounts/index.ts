@@ -1,38 +1,54 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
+import { createAccountTokenRepository } from '../../db/account-tokens.js'
 import { createRateCounter } from '../../db/rate-limits.js'
 import { createSessionRepository } from '../../db/sessions.js'
 import { createUserRepository } from '../../db/users.js'
+import { createMailer } from '../../mail/mailer.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
+import { NoticeSchema } from '../../schemas/recovery.js'
 import { SessionPageSchema, SessionSchema } from '../../schemas/session.js'
 import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { OAuthErrorSchema, TokenPairSchema } from '../../schemas/token.js'
+import { accountMail } from './account-mail.js'
 import { authRoutes } from './auth-routes.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
 import { resolveAccountsOptions, type AccountsOptions } from './options.js'
 import { registerRateLimits } from './rate-limits.js'
+import { recoveryRoutes } from './recovery-routes.js'
 import { sessionsRoutes } from './sessions-routes.js'
 import { usersRoutes } from './users-routes.js'
 
+export const NO_MAIL_WARNING = 'no mail server (SMTP_URL, or the sendMail option): account mails are written to the log instead of sent'
+
 /**
  * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
- * tokens tracked in the database, logout, sessions a user can list and end, the current user and
- * superuser administration.
+ * tokens tracked in the database, logout, sessions a user can list and end, password recovery
+ * and email verification by mailed links, the current user and superuser administration.
  * Needs plinth's `db` and `auth` plugins, registered before it.
  */
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
   const options = resolveAccountsOptions(opts)
+  const { db } = app.plinthDb
+  const sessions = createSessionRepository(db, options)
+  const tokens = createAccountTokenRepository(db, sessions)
+  const counter = createRateCounter(db)
+  const { mailsPerEmail, mailWindowSeconds } = options.rateLimits
+  const mailer = createMailer({ ...options.mail, sendMail: options.sendMail })
+  if (!options.sendMail) app.log.warn(NO_MAIL_WARNING)
   const ctx: AccountsContext = {
     ...options,
-    users: createUserRepository(app.plinthDb.db),
-    sessions: createSessionRepository(app.plinthDb.db, options),
+    users: createUserRepository(db),
+    sessions,
+    tokens,
+    mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl }),
     schemas: accountsSchemas(options)
   }
 
@@ -40,9 +56,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   app.setErrorHandler(problemErrorHandler)
   // A host that parses forms already keeps its parser; a second one would fail the boot.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
-  const counter = createRateCounter(app.plinthDb.db)
   await registerRateLimits(app, counter)
-  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema, SessionSchema, SessionPageSchema])
+  addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema, SessionSchema, SessionPageSchema, NoticeSchema])
   documentRoutes(app, {
     OAuth2PasswordBearer: {
       type: 'oauth2',
@@ -53,20 +68,24 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   if (options.firstSuperuser) {
     const { email, password } = options.firstSuperuser
     const { created, user } = await ctx.users.createIfAbsent({
-      email, hashed_password: await hashPassword(password), is_superuser: true, scopes: 'me'
+      email, hashed_password: await hashPassword(password), is_superuser: true, is_verified: true, scopes: 'me'
     })
     // An existing account is never changed here: not its password, and never promoted.
     if (created) app.log.info({ email: user.email }, 'first superuser created')
     else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
   }
 
-  const purge = () => Promise.all([ctx.sessions.purge(), counter.purge()])
-    .then(([purged, rateCounters]) => app.log.debug({ ...purged, rateCounters }, 'purged unusable session records and rate counters'))
+  const purge = () => Promise.all([sessions.purge(), counter.purge(), tokens.purge()])
+    .then(([purged, rateCounters, mailedTokens]) => app.log.debug({ ...purged, rateCounters, mailedTokens }, 'purged unusable session records and rate counters'))
     .catch((err: unknown) => app.log.warn({ err }, 'purging session records failed'))
   const timer = setInterval(purge, options.purgeIntervalMs).unref()
-  app.addHook('onClose', async () => clearInterval(timer))
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    await mailer.drain()
+  })
 
   authRoutes(app, ctx)
+  recoveryRoutes(app, ctx)
   usersRoutes(app, ctx)
   sessionsRoutes(app, ctx)
 }

@@ -17,6 +17,7 @@ const OAUTH_CODES: Record<string, OAuthErrorCode> = {
   AUTH_INVALID_CREDENTIALS: 'invalid_grant',
   AUTH_INVALID_REFRESH_TOKEN: 'invalid_grant',
   AUTH_INACTIVE_USER: 'invalid_grant',
+  AUTH_UNVERIFIED_EMAIL: 'invalid_grant',
   // A body that does not parse or has the wrong type is a malformed request too.
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'invalid_request',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',

@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { PageLimitOptions, pageLimits, readOptions } from '../../plugins/options.js'
+import type { SendMail } from '../../mail/senders.js'
+import { TEMPLATE_NAMES, withOverrides } from '../../mail/templates.js'
+import { PageLimitOptions, pageLimits, readOptions, shown } from '../../plugins/options.js'
 import { InvalidAccountsOptions } from './errors.js'
 
 const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback, errorMessage: `must be an integer of at least ${min}` })
@@ -24,14 +26,58 @@ export const AccountsOptionsSchema = Type.Object({
     token: Count(0, 60),
     refresh: Count(0, 120),
     /** /auth/revoke and /auth/logout, each. */
-    revoke: Count(0, 60)
+    revoke: Count(0, 60),
+    /** /auth/forgot-password and /auth/reset-password, each. */
+    passwordReset: Count(0, 10),
+    /** /auth/verify/request and /auth/verify, each. */
+    verify: Count(0, 10),
+    /** Mails of one kind to one address per `mailWindowSeconds`, whoever asks; past it no mail is sent. */
+    mailsPerEmail: Count(0, 5),
+    mailWindowSeconds: Count(1, 3600)
+  }, { default: {}, additionalProperties: false }),
+  /** Login refuses accounts whose email is not verified (and mails them a link). */
+  requireVerified: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
+  resetTokenMinutes: Count(1, 30),
+  verifyTokenMinutes: Count(1, 1440),
+  mail: Type.Object({
+    from: Type.String({ minLength: 3, default: 'plinth <no-reply@localhost>', errorMessage: 'must be a sender such as "Example <no-reply@example.com>"' }),
+    /** Where links lead: the front end that serves /reset-password and /verify-email, never the request's Host. */
+    appUrl: Type.String({ pattern: '^https?://[^?#]+$', default: 'http://localhost:8000', errorMessage: 'must be an http(s) URL without query or fragment' }),
+    timeoutMs: Count(1, 10_000),
+    templates: Type.Object(Object.fromEntries(TEMPLATE_NAMES.map((name) => [name, Type.Optional(Type.Object({
+      subject: Type.Optional(Type.String({ minLength: 1 })),
+      text: Type.Optional(Type.String({ minLength: 1 })),
+      html: Type.Optional(Type.String({ minLength: 1 }))
+    }, { additionalProperties: false }))])), { default: {}, additionalProperties: false })
   }, { default: {}, additionalProperties: false }),
   firstSuperuser: Type.Optional(Type.Object({ email: Type.String({ minLength: 3 }), password: Type.String({ minLength: 1 }) }))
 })
 
-export type AccountsOptions = Partial<Static<typeof AccountsOptionsSchema>>
+type Resolved = Static<typeof AccountsOptionsSchema>
+
+export type AccountsOptions = Partial<Omit<Resolved, 'mail' | 'rateLimits'>> & {
+  mail?: Partial<Resolved['mail']>
+  rateLimits?: Partial<Resolved['rateLimits']>
+  /** Sends account mail (nodemailer's or your own); without it each message is written to the log. */
+  sendMail?: SendMail
+  /** The clock token expiry is judged by; tests move it. */
+  now?: () => Date
+}
+
+function aFunction<T> (opts: AccountsOptions, key: 'sendMail' | 'now'): T | undefined {
+  const value = opts[key]
+  if (value !== undefined && typeof value !== 'function') throw new InvalidAccountsOptions(`${key} must be a function (got ${shown(value)})`)
+  return value as T | undefined
+}
 
 export function resolveAccountsOptions (opts: AccountsOptions) {
   const options = readOptions(AccountsOptionsSchema, opts, InvalidAccountsOptions)
-  return { ...options, ...pageLimits(options, 20, InvalidAccountsOptions) }
+  const { templates, ...mail } = options.mail
+  return {
+    ...options,
+    ...pageLimits(options, 20, InvalidAccountsOptions),
+    mail: { ...mail, appUrl: mail.appUrl.replace(/\/+$/, ''), templates: withOverrides(templates) },
+    sendMail: aFunction<SendMail>(opts, 'sendMail'),
+    now: aFunction<() => Date>(opts, 'now') ?? (() => new Date())
+  }
 }

@@ -5,8 +5,9 @@ import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import { MySessionParams, SessionPageSchema, UserSessionParams } from '../../schemas/session.js'
 import { OAuthErrorSchema, RefreshRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema } from '../../schemas/token.js'
+import { ForgotPasswordSchema, NoticeSchema, ResetPasswordSchema, VerifySchema } from '../../schemas/recovery.js'
 import {
-  MeUpdateSchema, RegisterSchema, ScopesSchema, UserAdminUpdateSchema, UserIdParams, UserPageSchema, UserSchema
+  MeDeleteSchema, MeUpdateSchema, RegisterSchema, ScopesSchema, UserAdminUpdateSchema, UserCreateSchema, UserIdParams, UserPageSchema, UserSchema
 } from '../../schemas/user.js'
 
 const authTags = ['auth']
@@ -28,11 +29,13 @@ function oauthError (description: string, [error, code, detail]: [string, string
 }
 
 const missing: ProblemExample = [404, 'ACCOUNT_USER_NOT_FOUND', 'user 7 not found']
+const lastSuperuser: ProblemExample = [409, 'ACCOUNT_LAST_SUPERUSER',
+  'This is the last active superuser: make another account an active superuser first, so the service keeps one', 'It is the last active superuser']
 const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found']
 
 /** The route schemas of the accounts profile; password and page limits come from its options. */
 export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, rateLimits }: {
-  passwordMinLength: number, defaultLimit: number, maxLimit: number, rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke', number>
+  passwordMinLength: number, defaultLimit: number, maxLimit: number, rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke' | 'passwordReset' | 'verify', number>
 }) {
   // A route with a rate limit may answer 429.
   const limited = (route: keyof typeof rateLimits, path: string): ProblemExample[] => rateLimits[route] > 0
@@ -43,8 +46,54 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       operationId: 'register',
       summary: 'Create an account',
       tags: authTags,
+      description: 'The new account is unverified; a link to verify its email is mailed to it.',
       body: RegisterSchema(passwordMinLength),
       response: { 201: ref(UserSchema), ...problemResponses(409, 422, ...limited('register', 'register')) }
+    },
+    forgotPassword: {
+      operationId: 'forgotPassword',
+      summary: 'Mail a link to reset the password of the account with this email, if there is one',
+      description: 'Always 202 with the same body, whether or not an active account has the email, and without waiting for the mail. ' +
+        'The link works once, for a limited time, and only while the password and the email stay as they are.',
+      tags: authTags,
+      body: ForgotPasswordSchema,
+      response: { 202: ref(NoticeSchema), ...problemResponses(422, ...limited('passwordReset', 'forgot-password')) }
+    },
+    resetPassword: {
+      operationId: 'resetPassword',
+      summary: 'Set a new password with the token of a mailed reset link; every session ends',
+      tags: authTags,
+      body: ResetPasswordSchema(passwordMinLength),
+      response: {
+        204: Type.Null({ description: 'The password is changed, the email counts as verified, and every session has ended' }),
+        ...problemResponses([400, 'AUTH_INVALID_RESET_TOKEN', 'Invalid password reset token: it is unknown or was already used',
+          'The token is unknown, already used, expired, or its password or email changed since (AUTH_INVALID_RESET_TOKEN); or the body does not parse'], 422,
+        ...limited('passwordReset', 'reset-password'))
+      }
+    },
+    requestVerification: {
+      operationId: 'requestVerification',
+      summary: 'Mail a link to verify the current user\'s email',
+      tags: authTags,
+      security,
+      response: {
+        202: ref(NoticeSchema),
+        ...problemResponses(401, 403, [409, 'ACCOUNT_ALREADY_VERIFIED', 'The email ada@example.com is already verified', 'The email is already verified'],
+          [429, 'MAIL_RATE_LIMITED', 'Too many mails of this kind to ada@example.com; retry in 1800 seconds',
+            'Too many requests from this address (RATE_LIMITED), or mails to this email (MAIL_RATE_LIMITED); retry after Retry-After seconds'])
+      }
+    },
+    verify: {
+      operationId: 'verifyEmail',
+      summary: 'Verify an email with the token of a mailed link',
+      tags: authTags,
+      body: VerifySchema,
+      response: {
+        200: ref(UserSchema),
+        ...problemResponses([400, 'AUTH_INVALID_VERIFY_TOKEN', 'Invalid verification token: it has expired; ask for a new link',
+          'The token is unknown, already used, expired, or the email changed since (AUTH_INVALID_VERIFY_TOKEN); or the body does not parse'], 422,
+        ...limited('verify', 'verify'))
+      }
     },
     token: {
       operationId: 'login',
@@ -155,6 +204,19 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       body: MeUpdateSchema(passwordMinLength),
       response: { 200: ref(UserSchema), ...problemResponses(401, 403, 409, 422) }
     },
+    deleteMe: {
+      operationId: 'deleteMe',
+      summary: 'Delete the current user\'s account (needs current_password)',
+      description: 'Deletes the account with its sessions, its mailed tokens and the rows it owns in owner-mode resources. ' +
+        'The last active superuser cannot delete itself.',
+      tags: userTags,
+      security,
+      body: MeDeleteSchema,
+      response: {
+        204: Type.Null({ description: 'Deleted' }),
+        ...problemResponses(401, 403, lastSuperuser, 422)
+      }
+    },
     getMyScopes: {
       operationId: 'getMyScopes',
       summary: 'The current user\'s scopes (needs scope "me")',
@@ -170,6 +232,15 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       querystring: Type.Object(pageQuery({ defaultLimit, maxLimit }), { additionalProperties: false }),
       response: { 200: ref(UserPageSchema), ...problemResponses(401, 403, 422) }
     },
+    createUser: {
+      operationId: 'createUser',
+      summary: 'Create an account with any flags and scopes (superuser)',
+      description: 'An account created unverified gets a link to verify its email.',
+      tags: userTags,
+      security,
+      body: UserCreateSchema(passwordMinLength),
+      response: { 201: ref(UserSchema), ...problemResponses(401, 403, 409, 422) }
+    },
     getUser: {
       operationId: 'getUser',
       summary: 'One account (superuser)',
@@ -184,16 +255,25 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       params: UserIdParams,
+      description: 'The last active superuser cannot be demoted or deactivated (409 ACCOUNT_LAST_SUPERUSER).',
       body: UserAdminUpdateSchema(passwordMinLength),
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403, missing, 409, 422) }
+      response: {
+        200: ref(UserSchema),
+        ...problemResponses(401, 403, missing, [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered',
+          'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the change would leave no active superuser (ACCOUNT_LAST_SUPERUSER)'], 422)
+      }
     },
     deleteUser: {
       operationId: 'deleteUser',
       summary: 'Delete an account and its sessions (superuser)',
+      description: 'As DELETE /users/me: the rows it owns go with it, and the last active superuser stays.',
       tags: userTags,
       security,
       params: UserIdParams,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(401, 403, missing, 422) }
+      response: {
+        204: Type.Null({ description: 'Deleted' }),
+        ...problemResponses(401, 403, missing, lastSuperuser, 422)
+      }
     }
   }
 }

@@ -1,23 +1,48 @@
-import type { NewUserRow } from '../../db/users.js'
+import type { FastifyRequest } from 'fastify'
+import type { NewUserRow, UserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
 import type { App } from '../../plugins/validation.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, UserNotFound, WrongCurrentPassword } from './errors.js'
+import { EmailTaken, LastSuperuser, UserNotFound, WrongCurrentPassword } from './errors.js'
+
+type Change = Partial<NewUserRow> & { password?: string }
 
 /** The current user's profile, and the superuser's administration of every account. */
 export function usersRoutes (app: App, ctx: AccountsContext) {
-  const { users, sessions, schemas } = ctx
+  const { users, sessions, schemas, mail } = ctx
 
-  /** Applies a change; a new password or a deactivation ends every session of that user. */
-  async function change (id: number, values: Partial<NewUserRow> & { password?: string }) {
+  /**
+   * Applies a change to `current`, never demoting or deactivating the last active superuser. A new
+   * password or a deactivation ends every session; a new email is unverified (unless the change
+   * says otherwise) and gets a link to verify it.
+   */
+  async function change (request: FastifyRequest, current: UserRow, values: Change) {
     const { password, ...rest } = values
-    const updated = await users.update(id, password ? { ...rest, hashed_password: await hashPassword(password) } : rest)
+    const moved = rest.email !== undefined && rest.email.toLowerCase() !== current.email
+    const unverify = moved && rest.is_verified === undefined
+    const change = {
+      ...rest,
+      ...(unverify ? { is_verified: false } : {}),
+      ...(password ? { hashed_password: await hashPassword(password) } : {})
+    }
+    const demotes = values.is_superuser === false || values.is_active === false
+    const updated = demotes
+      ? await users.unlessLastSuperuser(current.id, (tx) => users.update(current.id, change, tx))
+      : await users.update(current.id, change)
+    if (updated === 'last_superuser') throw new LastSuperuser()
     if (updated === 'email_taken') throw new EmailTaken(String(values.email).toLowerCase())
-    if (!updated) throw new UserNotFound(id)
-    if (password || values.is_active === false) await sessions.revokeAll(id)
+    if (!updated) throw new UserNotFound(current.id)
+    if (password || values.is_active === false) await sessions.revokeAll(current.id)
+    if (unverify) await mail.verify(request, updated)
     return toPublic(updated)
+  }
+
+  async function remove (id: number) {
+    const outcome = await users.deleteAccount(id)
+    if (outcome === 'not_found') throw new UserNotFound(id)
+    if (outcome === 'last_superuser') throw new LastSuperuser()
   }
 
   app.get('/users/me', {
@@ -35,7 +60,17 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '')) {
       throw new WrongCurrentPassword()
     }
-    return change(request.account.id, { email, password })
+    return change(request, request.account, { email, password })
+  })
+
+  app.delete('/users/me', {
+    onRequest: app.authenticate,
+    schema: schemas.deleteMe
+  }, async function deleteMe (request, reply) {
+    if (!await verifyPassword(request.account.hashed_password, request.body.current_password)) throw new WrongCurrentPassword()
+    await remove(request.account.id)
+    request.log.info({ userId: request.account.id }, 'account deleted by its owner')
+    return reply.code(204).send(null)
   })
 
   app.get('/users/me/scopes', {
@@ -55,6 +90,17 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     return page(rows.map(toPublic), total, { offset, limit })
   })
 
+  app.post('/users', {
+    onRequest: app.requireSuperuser,
+    schema: schemas.createUser
+  }, async function createUser (request, reply) {
+    const { password, scopes, ...rest } = request.body
+    const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password) })
+    if (!user) throw new EmailTaken(rest.email.toLowerCase())
+    if (!user.is_verified) await mail.verify(request, user)
+    return reply.code(201).send(toPublic(user))
+  })
+
   app.get('/users/:user_id', {
     onRequest: app.requireSuperuser,
     schema: schemas.getUser
@@ -69,14 +115,16 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     schema: schemas.updateUser
   }, async function updateUser (request) {
     const { scopes, ...rest } = request.body
-    return change(request.params.user_id, { ...rest, scopes: scopes && scopeText(scopes) })
+    const current = await users.get(request.params.user_id)
+    if (!current) throw new UserNotFound(request.params.user_id)
+    return change(request, current, { ...rest, scopes: scopes && scopeText(scopes) })
   })
 
   app.delete('/users/:user_id', {
     onRequest: app.requireSuperuser,
     schema: schemas.deleteUser
   }, async function deleteUser (request, reply) {
-    if (!await users.delete(request.params.user_id)) throw new UserNotFound(request.params.user_id)
+    await remove(request.params.user_id)
     return reply.code(204).send(null)
   })
 }

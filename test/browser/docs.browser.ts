@@ -1,18 +1,35 @@
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { chromium, type Locator, type Page } from 'playwright-core'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import { FORGOT_NOTICE } from '../../routes/accounts/recovery-routes.js'
 import { httpRequest } from '../support/http.js'
 import { startServer } from '../support/server-process.js'
+import { startSmtp } from '../support/smtp.js'
 
 const chromiumPath = '/usr/bin/chromium'
 const output = new URL('./output/', import.meta.url).pathname
 const email = 'swagger.user@example.com'
 const password = 'correct-horse-battery'
 
+const skip = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
+
 /** Screenshot of the viewport or of one operation, named after the step, for a human to check. */
 async function shot (target: Page | Locator, step: string) {
   await target.screenshot({ path: `${output}${step}.png` })
+}
+
+/** A page of a fresh Chromium, closed when the test ends. */
+async function newPage (t: Test) {
+  // Chromium's sandbox refuses to start as root (CI containers run as root) unless disabled.
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: process.getuid?.() === 0 ? ['--no-sandbox'] : []
+  })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  page.setDefaultTimeout(30_000)
+  return page
 }
 
 /**
@@ -42,7 +59,7 @@ async function tryOperation (page: Page, opblockId: string, method: string, path
 }
 
 t.test('Swagger UI logs in through the password flow and calls the API with the token', {
-  skip: existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
+  skip
 }, async (t) => {
   await mkdir(output, { recursive: true })
   const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret' })
@@ -50,14 +67,7 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   const registered = await httpRequest(base, '/api/v1/auth/register', { json: { email, password } })
   t.equal(registered.status, 201, 'the user is registered through the API')
 
-  // Chromium's sandbox refuses to start as root (CI containers run as root) unless disabled.
-  const browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : []
-  })
-  t.teardown(() => browser.close())
-  const page = await browser.newPage()
-  page.setDefaultTimeout(30_000)
+  const page = await newPage(t)
   // CSP violations, script errors and 4xx/5xx answers all land here as console errors.
   const consoleErrors: string[] = []
   // The wrong password below fails on purpose: its 400 is expected, nothing else.
@@ -134,6 +144,80 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   t.equal(JSON.parse(again.body).email, email, 'the page shows the email again')
   t.equal(again.request.headers().authorization, me.request.headers().authorization, 'with the token obtained before the reload')
   await shot(again.block, '07-users-me-after-reload')
+
+  t.same(consoleErrors, [], 'no console errors (CSP violations, script errors, failed requests)')
+})
+
+t.test('Swagger UI resets a forgotten password with the token of the mailed link', { skip }, async (t) => {
+  await mkdir(output, { recursive: true })
+  const appUrl = 'https://app.example.com'
+  const user = 'swagger.reset@example.com'
+  const newPassword = 'a brand new passphrase'
+  const smtp = await startSmtp(t)
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret', SMTP_URL: smtp.url, APP_URL: appUrl })
+  const base = await server.listening
+  const registered = await httpRequest(base, '/api/v1/auth/register', { json: { email: user, password } })
+  t.equal(registered.status, 201, 'the user is registered through the API')
+  t.equal((await smtp.next(user)).subject, 'Confirm your email address', 'registering mails a verification link first')
+  const loginWith = (pass: string) => httpRequest(base, '/api/v1/auth/login', { form: { username: user, password: pass } })
+
+  const page = await newPage(t)
+  const consoleErrors: string[] = []
+  // The reused token below is refused on purpose: its 400 is expected, nothing else.
+  let reusingToken = false
+  page.on('console', (msg) => {
+    const expected = reusingToken && msg.location().url.endsWith('/api/v1/auth/reset-password') && msg.text().includes('400')
+    if (msg.type() === 'error' && !expected) consoleErrors.push(msg.text())
+  })
+  page.on('pageerror', (err) => consoleErrors.push(err.message))
+  const openDocs = async () => {
+    await page.goto(`${base}/docs`)
+    await page.locator('#operations-auth-resetPassword').waitFor()
+  }
+  await openDocs()
+
+  const forgot = await tryOperation(page, 'operations-auth-forgotPassword', 'POST', '/api/v1/auth/forgot-password',
+    JSON.stringify({ email: user }, null, 2))
+  t.match(JSON.parse(forgot.example ?? ''), { email: String }, 'the body textarea held an example with an email')
+  t.same(JSON.parse(forgot.request.postData() ?? ''), { email: user }, 'forgotPassword sends the email typed in')
+  t.equal(forgot.status, '202', 'the page shows status 202 for forgotPassword')
+  t.same(JSON.parse(forgot.body), { detail: FORGOT_NOTICE }, 'the page shows the notice')
+  await shot(forgot.block, '08-forgot-password-202')
+
+  const mail = await smtp.next(user)
+  t.equal(mail.subject, 'Reset your password', 'a reset mail arrives')
+  t.equal(mail.links.length, 1, 'with one link')
+  const link = new URL(mail.links[0] ?? '')
+  t.equal(`${link.origin}${link.pathname}`, `${appUrl}/reset-password`, 'the link leads to the front end page of APP_URL')
+  const token = link.searchParams.get('token') ?? ''
+  t.match(token, /^[\w-]{20,}$/, 'the link carries a token')
+
+  const reset = await tryOperation(page, 'operations-auth-resetPassword', 'POST', '/api/v1/auth/reset-password',
+    JSON.stringify({ token, new_password: newPassword }, null, 2))
+  t.match(JSON.parse(reset.example ?? ''), { token: String, new_password: String }, 'the body textarea held an example with both members')
+  t.same(JSON.parse(reset.request.postData() ?? ''), { token, new_password: newPassword }, 'resetPassword sends the token and the new password')
+  t.equal(reset.status, '204', 'the page shows status 204 for resetPassword')
+  // Without a body the details cell holds only the response headers.
+  t.equal(await reset.block.locator('.live-responses-table').getByText('Response body').count(), 0, 'and no response body')
+  await shot(reset.block, '09-reset-password-204')
+
+  const fresh = await loginWith(newPassword)
+  t.equal(fresh.status, 200, 'the new password logs in through the API')
+  t.match(fresh.json, { access_token: String, token_type: 'bearer' }, 'with a bearer token')
+  const old = await loginWith(password)
+  t.equal(old.status, 400, 'the old password is refused')
+  t.equal(old.json?.error, 'invalid_grant', 'as an invalid_grant')
+
+  // A fresh page, as someone who opens the link a second time: the operation starts collapsed again.
+  await openDocs()
+  reusingToken = true
+  const reused = await tryOperation(page, 'operations-auth-resetPassword', 'POST', '/api/v1/auth/reset-password',
+    JSON.stringify({ token, new_password: 'yet another passphrase' }, null, 2))
+  t.equal(reused.status, '400', 'the page shows status 400 for the token used twice')
+  t.match(JSON.parse(reused.body), { status: 400, code: 'AUTH_INVALID_RESET_TOKEN', detail: /already used/ }, 'the page shows the problem and its code')
+  await shot(reused.block, '10-reset-password-reused-400')
+  reusingToken = false
+  t.equal((await loginWith(newPassword)).status, 200, 'the refused reset changed nothing')
 
   t.same(consoleErrors, [], 'no console errors (CSP violations, script errors, failed requests)')
 })

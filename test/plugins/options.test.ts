@@ -37,7 +37,8 @@ t.test('the accounts plugin names the bad option, defaults the rest', async (t) 
   for (const [options, message] of cases) {
     t.throws(() => resolveAccountsOptions(options), { code: 'ACCOUNTS_INVALID_OPTIONS', message }, JSON.stringify(options))
   }
-  t.same(resolveAccountsOptions({ maxLimit: 10 }), {
+  const { mail, sendMail, now, ...rest } = resolveAccountsOptions({ maxLimit: 10 })
+  t.same(rest, {
     passwordMinLength: 8,
     loginMaxFailures: 10,
     loginWindowSeconds: 900,
@@ -46,8 +47,14 @@ t.test('the accounts plugin names the bad option, defaults the rest', async (t) 
     purgeIntervalMs: 3_600_000,
     reuseDetection: false,
     reuseIntervalSeconds: 10,
-    rateLimits: { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60 }
+    rateLimits: { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60, passwordReset: 10, verify: 10, mailsPerEmail: 5, mailWindowSeconds: 3600 },
+    requireVerified: false,
+    resetTokenMinutes: 30,
+    verifyTokenMinutes: 1440
   }, 'the default page never exceeds the maximum')
+  t.match(mail, { from: 'plinth <no-reply@localhost>', appUrl: 'http://localhost:8000', timeoutMs: 10_000, templates: { 'reset-password': { subject: 'Reset your password' } } })
+  t.equal(sendMail, undefined, 'without sendMail, mails go to the log')
+  t.type(now(), Date, 'the clock is the real one')
 })
 
 t.test('a bad option of any plugin fails the host\'s boot, and no route of it is added', async (t) => {

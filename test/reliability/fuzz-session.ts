@@ -2,7 +2,9 @@ import { createHmac } from 'node:crypto'
 import { inArray } from 'drizzle-orm'
 import type { InjectOptions } from 'fastify'
 import type { App } from '../../app.js'
+import { createAccountTokenRepository, newAccountToken, type AccountTokenRepository } from '../../db/account-tokens.js'
 import { users } from '../../db/schema.js'
+import { createSessionRepository } from '../../db/sessions.js'
 import { PASSWORD, claimsOf, login, register } from '../support/app.js'
 import { collectionOf, type Operation } from './fuzz-openapi.js'
 import type { Auth, Draft, Payload, Segment } from './fuzz-requests.js'
@@ -33,6 +35,7 @@ export class FuzzSession {
   private readonly refreshTokens: string[] = []
   private readonly accountIds: number[] = []
   private readonly liveBodies: Record<string, () => Promise<Payload>>
+  private readonly mailedTokens: AccountTokenRepository
   private accountRows = ''
   private target: { collection: string, id: number } | undefined
 
@@ -41,8 +44,19 @@ export class FuzzSession {
     private readonly secret: string,
     private readonly tokens: { admin: string, user: string, refresh: string },
     private readonly loginEmail: string,
-    private readonly credentials: Record<'admin' | 'user', [email: string, password: string]>
+    private readonly credentials: Record<'admin' | 'user', [email: string, password: string]>,
+    mailedAccount: { id: number, email: string }
   ) {
+    this.mailedTokens = createAccountTokenRepository(app.plinthDb.db, createSessionRepository(app.plinthDb.db))
+    const json = (body: object): Payload => ({ contentType: 'application/json', payload: JSON.stringify(body) })
+    // The token of a link as if it had been mailed to an account of its own, whose sessions nothing else uses.
+    const mailed = async (purpose: 'reset' | 'verify') => {
+      const { token, hash } = newAccountToken()
+      const expires = new Date(Date.now() + 60_000)
+      if (purpose === 'reset') await this.mailedTokens.issueReset(mailedAccount.email, hash, expires)
+      else await this.mailedTokens.issueVerify(mailedAccount.id, hash, expires)
+      return token
+    }
     // An unused refresh token, from a new login when the routes have spent them all.
     const spend = async (): Promise<Payload> => {
       const token = this.refreshTokens.pop() ?? (await login(app, loginEmail)).refresh_token
@@ -52,7 +66,11 @@ export class FuzzSession {
     this.liveBodies = {
       login: async () => ({ contentType: 'application/x-www-form-urlencoded', payload: new URLSearchParams({ username: loginEmail, password: PASSWORD }).toString() }),
       refresh: spend,
-      logout: spend
+      logout: spend,
+      resetPassword: async () => json({ token: await mailed('reset'), new_password: PASSWORD }),
+      verifyEmail: async () => json({ token: await mailed('verify') }),
+      // The user's password; the superuser's differs, so its 403 is the other answer.
+      deleteMe: async () => json({ current_password: PASSWORD })
     }
   }
 
@@ -62,11 +80,12 @@ export class FuzzSession {
     const user = await register(app, 'fuzz-user@fuzz.example.com')
     const loginEmail = 'fuzz-login@fuzz.example.com'
     const loginUser = await register(app, loginEmail)
+    const mailedAccount = await register(app, 'fuzz-mailed@fuzz.example.com')
     const session = new FuzzSession(app, settings.SECRET_KEY, {
       admin: admin.access_token,
       user: (await login(app, user.email)).access_token,
       refresh: admin.refresh_token
-    }, loginEmail, { admin: [settings.FIRST_SUPERUSER_EMAIL, settings.FIRST_SUPERUSER_PASSWORD], user: [user.email, PASSWORD] })
+    }, loginEmail, { admin: [settings.FIRST_SUPERUSER_EMAIL, settings.FIRST_SUPERUSER_PASSWORD], user: [user.email, PASSWORD] }, mailedAccount)
     const me = await app.inject({ url: '/api/v1/users/me', headers: { authorization: `Bearer ${admin.access_token}` } })
     session.accountIds.push(me.json().id, user.id, loginUser.id)
     for (let i = 0; i < 4; i++) session.refreshTokens.push((await login(app, loginEmail)).refresh_token)
@@ -104,7 +123,7 @@ export class FuzzSession {
     if (typeof body?.refresh_token === 'string') this.refreshTokens.push(body.refresh_token)
     if (status === 201 && typeof body?.id === 'number') this.remember(COLLECTION_ALIASES[op.path] ?? op.path, body.id)
     if (method === 'DELETE' && this.target) this.forget(this.target.collection, this.target.id)
-    if (op.path.startsWith('/api/v1/users/{')) await this.restoreAccounts()
+    if (op.path.startsWith('/api/v1/users/{') || op.id === 'deleteMe') await this.restoreAccounts()
     if (op.path.startsWith('/api/v1/auth/') || op.path.startsWith('/api/v1/users')) await this.revive()
   }
 
@@ -163,7 +182,8 @@ export class FuzzSession {
 
   /**
    * The superuser may demote, deactivate, re-password or delete any account, the fuzzer's own
-   * included: those are put back as they were, or every later request would be refused.
+   * included, and the user may delete itself: those are put back as they were, or every later
+   * request would be refused.
    */
   private async restoreAccounts () {
     if (await this.readAccounts() === this.accountRows) return

@@ -1,15 +1,15 @@
 import { eq } from 'drizzle-orm'
 import type { Test } from 'tap'
 import { buildApp, type App, type BuildOptions } from '../../app.js'
-import { loadConfig, type Config } from '../../config.js'
+import { ConfigSchema, loadConfig, type Config } from '../../config.js'
 import { users } from '../../db/schema.js'
 import { freshDatabase } from './database.js'
 
+const LIMITS = Object.keys(ConfigSchema.properties).filter((name) => name.startsWith('RATE_LIMIT_') && !name.endsWith('_SECONDS')) as Array<keyof Config>
 /** Tests send every request from one address; the tests of the limits turn them on. */
-export const NO_RATE_LIMITS = { RATE_LIMIT_REGISTER: 0, RATE_LIMIT_TOKEN: 0, RATE_LIMIT_REFRESH: 0, RATE_LIMIT_REVOKE: 0 }
+export const NO_RATE_LIMITS: Partial<Config> = Object.fromEntries(LIMITS.map((name) => [name, 0]))
 /** The server's default limits, for the tests that compare documents with `plinth openapi`'s. */
-export const DEFAULT_RATE_LIMITS = (({ RATE_LIMIT_REGISTER, RATE_LIMIT_TOKEN, RATE_LIMIT_REFRESH, RATE_LIMIT_REVOKE }: Config) =>
-  ({ RATE_LIMIT_REGISTER, RATE_LIMIT_TOKEN, RATE_LIMIT_REFRESH, RATE_LIMIT_REVOKE }))(loadConfig({}))
+export const DEFAULT_RATE_LIMITS: Partial<Config> = (({ ...config }) => Object.fromEntries(LIMITS.map((name) => [name, config[name]])))(loadConfig({}))
 
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
@@ -43,7 +43,7 @@ export interface Session {
 export async function register (app: App, email: string, password = PASSWORD) {
   const res = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email, password } })
   if (res.statusCode !== 201) throw new Error(`register ${email}: ${res.statusCode} ${res.payload}`)
-  return res.json() as { id: number, email: string, is_active: boolean, is_superuser: boolean, scopes: string[] }
+  return res.json() as { id: number, email: string, is_active: boolean, is_superuser: boolean, scopes: string[], is_verified: boolean }
 }
 
 /** Logs in with the password form, as Swagger UI and OAuth2 clients do. */

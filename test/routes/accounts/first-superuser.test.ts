@@ -19,7 +19,7 @@ t.test('the first superuser is created at startup, once, across restarts', async
   t.ok(first.logs.lines.some((line) => line.msg === 'first superuser created'))
   const session = await login(first.app, 'admin@example.com', 'first admin password')
   const me = (await first.app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })).json()
-  t.same(me, { id: me.id, email: 'admin@example.com', is_active: true, is_superuser: true, scopes: ['me'] })
+  t.same(me, { id: me.id, email: 'admin@example.com', is_active: true, is_superuser: true, scopes: ['me'], is_verified: true })
   await first.app.close()
 
   // A restart with a changed password in the environment leaves the account as it is.

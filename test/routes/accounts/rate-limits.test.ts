@@ -177,7 +177,9 @@ t.test('bad limits fail the boot', async (t) => {
     { code: 'ACCOUNTS_INVALID_OPTIONS', message: 'accounts plugin: rateLimits.revoke must be an integer of at least 0 (got -1)' })
   t.throws(() => resolveAccountsOptions({ rateLimits: { tokens: 5 } as never }),
     { code: 'ACCOUNTS_INVALID_OPTIONS', message: /rateLimits.tokens is unknown/ })
-  t.same(resolveAccountsOptions({}).rateLimits, { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60 }, 'on by default')
+  t.same(resolveAccountsOptions({}).rateLimits, {
+    windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60, passwordReset: 10, verify: 10, mailsPerEmail: 5, mailWindowSeconds: 3600
+  }, 'on by default')
 })
 
 t.test('the document shows 429 on the routes whose limit is on', async (t) => {

@@ -10,7 +10,7 @@ t.test('registration answers 201 with the public profile', async (t) => {
   const res = await post({ email: 'ada@example.com', password: PASSWORD })
   t.equal(res.statusCode, 201)
   const body = res.json()
-  t.same(body, { id: body.id, email: 'ada@example.com', is_active: true, is_superuser: false, scopes: ['me'] })
+  t.same(body, { id: body.id, email: 'ada@example.com', is_active: true, is_superuser: false, scopes: ['me'], is_verified: false })
   t.type(body.id, 'number')
   t.notMatch(res.payload, /password/, 'neither password nor hashed_password in the response')
 })

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import type { App } from '../../../app.js'
-import { sessions } from '../../../db/schema.js'
+import { refreshTokens, sessions } from '../../../db/schema.js'
 import { build, claimsOf, login, newAccount, superuser, type Session } from '../../support/app.js'
 import { countingDatabase, freshDatabase } from '../../support/database.js'
 
@@ -76,11 +76,12 @@ t.test('a session records its client, and its last refresh', async (t) => {
   const [row] = await app.plinthDb.db.select().from(sessions).where(eq(sessions.id, sid))
   t.match(row, { user_agent: /^Firefox\/140 x+$/, ip: '203.0.113.9', ended_at: null })
   t.equal(row!.user_agent!.length, 512, 'a User-Agent is cut at 512 characters')
-  await app.plinthDb.db.update(sessions).set({ last_used_at: new Date(Date.now() - 60_000) }).where(eq(sessions.id, sid))
+  await app.plinthDb.db.update(refreshTokens).set({ created_at: new Date(Date.now() - 60_000) }).where(eq(refreshTokens.family_id, sid))
   const next = (await post(app, '/api/v1/auth/refresh', { refresh_token: res.json().refresh_token })).json()
   t.equal(claimsOf(next.access_token).sid, sid, 'a refresh stays in the session')
-  const [used] = await app.plinthDb.db.select().from(sessions).where(eq(sessions.id, sid))
-  t.ok(used!.last_used_at.getTime() > Date.now() - 30_000, 'last_used_at is the refresh')
+  const listed = await app.inject({ url: '/api/v1/users/me/sessions', headers: { authorization: `Bearer ${next.access_token}` } })
+  const used = listed.json().items.find((item: { id: string }) => item.id === sid)
+  t.ok(Date.parse(used.last_used_at) > Date.now() - 30_000, 'last_used_at is the refresh')
 })
 
 t.test('a token naming no session is refused; SESSION_CHECK=false makes access tokens stateless again', async (t) => {

@@ -1,0 +1,90 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { and, eq, lt, sql, type SQL } from 'drizzle-orm'
+import type { Database } from './client.js'
+import { accountTokens, users } from './schema.js'
+import type { SessionRepository } from './sessions.js'
+import type { UserRow } from './users.js'
+
+export type TokenPurpose = typeof accountTokens.$inferSelect['purpose']
+
+/** Why a mailed token was refused: unknown or already used, past its expiry, or issued for a password or email that has changed. */
+export type TokenRefusal = 'unknown' | 'expired' | 'stale'
+
+/** What a token is bound to: the password hash and email for a reset, the email for a verification. */
+const BINDINGS: Record<TokenPurpose, SQL> = {
+  reset: sql`encode(sha256(convert_to(${users.hashed_password} || ' ' || ${users.email}, 'UTF8')), 'hex')`,
+  verify: sql`${users.email}`
+}
+
+const digest = (token: string) => createHash('sha256').update(token).digest('hex')
+
+/** A new token to mail: its text, which only the mail carries, and the hash the database keeps. */
+export function newAccountToken () {
+  const token = randomBytes(32).toString('base64url')
+  return { token, hash: digest(token) }
+}
+
+/** The single-use tokens of password resets and email verifications, kept as hashes only. */
+export function createAccountTokenRepository (db: Database, sessions: SessionRepository) {
+  const issue = (purpose: TokenPurpose, where: SQL) => db.insert(accountTokens).select(db.select({
+    hash: sql`${sql.placeholder('hash')}::text`.as('hash'),
+    user_id: users.id,
+    purpose: sql`${purpose}::text`.as('purpose'),
+    binding: sql`${BINDINGS[purpose]}`.as('binding'),
+    expires_at: sql`${sql.placeholder('expires_at')}::timestamptz`.as('expires_at'),
+    created_at: sql`now()`.as('created_at')
+  }).from(users).where(where)).returning({ user_id: accountTokens.user_id })
+  const resetByEmail = issue('reset', and(eq(users.email, sql.placeholder('email')), eq(users.is_active, true))!).prepare('account_tokens_reset')
+  const verifyById = issue('verify', eq(users.id, sql.placeholder('id'))).prepare('account_tokens_verify')
+
+  /**
+   * Spends the token and, while its binding still holds, applies `change` to its user: one
+   * transaction, so of two requests with one token exactly one succeeds. Every other token of
+   * the user for that purpose goes with it.
+   */
+  async function spend (purpose: TokenPurpose, token: string, now: Date, change: Partial<UserRow>, then?: (tx: Database, user: UserRow) => Promise<unknown>): Promise<UserRow | TokenRefusal> {
+    return db.transaction(async (tx) => {
+      const [spent] = await tx.delete(accountTokens).where(and(eq(accountTokens.hash, digest(token)), eq(accountTokens.purpose, purpose)))
+        .returning({ user_id: accountTokens.user_id, binding: accountTokens.binding, expires_at: accountTokens.expires_at })
+      if (!spent) return 'unknown'
+      if (spent.expires_at <= now) return 'expired'
+      const [user] = await tx.update(users).set(change)
+        .where(and(eq(users.id, spent.user_id), sql`${BINDINGS[purpose]} = ${spent.binding}`)).returning()
+      if (!user) return 'stale'
+      await tx.delete(accountTokens).where(and(eq(accountTokens.user_id, user.id), eq(accountTokens.purpose, purpose)))
+      await then?.(tx, user)
+      return user
+    })
+  }
+
+  return {
+    /** Stores a reset token for the active account of `email`, if there is one; the same one statement either way. */
+    async issueReset (email: string, hash: string, expiresAt: Date): Promise<boolean> {
+      const rows = await resetByEmail.execute({ email: email.toLowerCase(), hash, expires_at: expiresAt.toISOString() })
+      return rows.length > 0
+    },
+
+    /** Stores a verification token for the user's current email. */
+    async issueVerify (userId: number, hash: string, expiresAt: Date): Promise<void> {
+      await verifyById.execute({ id: userId, hash, expires_at: expiresAt.toISOString() })
+    },
+
+    /** Sets the new password hash and ends every session of the account; a mailed link proves the address, so it is verified too. */
+    resetPassword (token: string, hashedPassword: string, now: Date) {
+      return spend('reset', token, now, { hashed_password: hashedPassword, is_verified: true }, (tx, user) => sessions.revokeAll(user.id, undefined, tx))
+    },
+
+    /** Marks the account verified, if its email is still the one the link was sent to. */
+    verify (token: string, now: Date) {
+      return spend('verify', token, now, { is_verified: true })
+    },
+
+    /** Deletes the tokens past their expiry. */
+    async purge (): Promise<number> {
+      const rows = await db.delete(accountTokens).where(lt(accountTokens.expires_at, sql`now()`)).returning({ hash: accountTokens.hash })
+      return rows.length
+    }
+  }
+}
+
+export type AccountTokenRepository = ReturnType<typeof createAccountTokenRepository>

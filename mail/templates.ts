@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** The messages accounts send. */
+export const TEMPLATE_NAMES = ['reset-password', 'verify-email'] as const
+export type TemplateName = typeof TEMPLATE_NAMES[number]
+
+/** One message's subject, text part and HTML part, with `{{name}}` placeholders. */
+export interface MailTemplate { subject: string, text: string, html: string }
+
+/** What a template can name: the link to follow, the recipient and how long the link works, such as "30 minutes". */
+export interface TemplateValues { link: string, email: string, expires: string }
+
+const page = (paragraphs: string[]) =>
+  `<!doctype html>\n<html><body style="font-family: sans-serif; line-height: 1.5">\n${paragraphs.map((p) => `<p>${p}</p>`).join('\n')}\n</body></html>\n`
+
+export const defaultTemplates: Record<TemplateName, MailTemplate> = {
+  'reset-password': {
+    subject: 'Reset your password',
+    text: 'Someone asked to reset the password of the account {{email}}.\n\n' +
+      'To choose a new password, open this link within {{expires}}:\n{{link}}\n\n' +
+      'If it was not you, ignore this message: your password stays as it is.\n',
+    html: page([
+      'Someone asked to reset the password of the account {{email}}.',
+      'To choose a new password, open <a href="{{link}}">this link</a> within {{expires}}.',
+      'If it was not you, ignore this message: your password stays as it is.'
+    ])
+  },
+  'verify-email': {
+    subject: 'Confirm your email address',
+    text: 'Please confirm that {{email}} is your address by opening this link within {{expires}}:\n{{link}}\n\n' +
+      'If you did not ask for an account, ignore this message.\n',
+    html: page([
+      'Please confirm that {{email}} is your address by opening <a href="{{link}}">this link</a> within {{expires}}.',
+      'If you did not ask for an account, ignore this message.'
+    ])
+  }
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char]!)
+
+/** Fills the placeholders; the HTML part gets its values escaped. An unknown placeholder is left as it is. */
+export function render (template: MailTemplate, values: TemplateValues): MailTemplate {
+  const fill = (text: string, escape: (value: string) => string) =>
+    text.replace(/\{\{\s*(\w+)\s*\}\}/g, (whole, name: string) => Object.hasOwn(values, name) ? escape(values[name as keyof TemplateValues]) : whole)
+  const plain = (value: string) => value
+  return { subject: fill(template.subject, plain), text: fill(template.text, plain), html: fill(template.html, escapeHtml) }
+}
+
+const PARTS = { subject: 'subject.txt', text: 'txt', html: 'html' } as const
+
+/**
+ * The templates of a folder: `<name>.subject.txt`, `<name>.txt` and `<name>.html` for each
+ * message name; a missing file keeps the default part, a file that cannot be read is an error.
+ */
+export function readTemplatesDir (dir: string): Partial<Record<TemplateName, Partial<MailTemplate>>> {
+  const read = (file: string) => {
+    try {
+      return readFileSync(join(dir, file), 'utf8')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw err
+    }
+  }
+  return Object.fromEntries(TEMPLATE_NAMES.map((name) => [name, Object.fromEntries(
+    Object.entries(PARTS).flatMap(([part, extension]) => {
+      const text = read(`${name}.${extension}`)
+      return text === undefined ? [] : [[part, part === 'subject' ? text.trim() : text]]
+    })
+  )]))
+}
+
+/** The defaults with the given parts in their place. */
+export function withOverrides (overrides: Partial<Record<TemplateName, Partial<MailTemplate>>> = {}): Record<TemplateName, MailTemplate> {
+  return Object.fromEntries(TEMPLATE_NAMES.map((name) => [name, { ...defaultTemplates[name], ...overrides[name] }])) as Record<TemplateName, MailTemplate>
+}
