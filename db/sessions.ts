@@ -79,23 +79,49 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     gt(refreshTokens.expires_at, sql`now()`)
   )
 
-  // One statement, no transaction: the UPDATE (only while the user is active) is the lock, so one
-  // of N concurrent rotations wins; the INSERT stores the successor in the family.
-  const presented = { jti: sql.placeholder('jti'), user_id: sql.placeholder('user_id') }
-  const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(users)
-    .where(and(usable(presented.jti, presented.user_id), eq(users.id, refreshTokens.user_id), eq(users.is_active, true)))
-    .returning({ family_id: refreshTokens.family_id, scopes: users.scopes }))
-  // Insert-select lists every column in table order; the parameters need their types spelled out.
-  const successor = db.$with('successor').as(db.insert(refreshTokens).select(db.select({
-    jti: sql`${sql.placeholder('next_jti')}::uuid`.as('jti'),
-    user_id: sql`${presented.user_id}::int`.as('user_id'),
+  // The rotations of one event-loop turn are one statement, no transaction: the UPDATE (only
+  // while the user is active) is the lock, so of concurrent rotations of one token exactly one
+  // wins; the INSERT stores each winner's successor in its family.
+  // Instants travel as text: the driver has no encoder for an array of them.
+  const presented = sql`unnest(${sql.placeholder('jtis')}::uuid[], ${sql.placeholder('user_ids')}::int[],
+    ${sql.placeholder('next_jtis')}::uuid[], ${sql.placeholder('next_expiries')}::text[]) as k(jti, user_id, next_jti, next_expires_at)`
+  const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(sql`${users}, ${presented}`)
+    .where(and(usable(sql`k.jti`, sql`k.user_id`), eq(users.id, refreshTokens.user_id), eq(users.is_active, true)))
+    .returning({
+      jti: refreshTokens.jti,
+      user_id: refreshTokens.user_id,
+      family_id: refreshTokens.family_id,
+      scopes: users.scopes,
+      next_jti: sql<string>`k.next_jti`.as('next_jti'),
+      next_expires_at: sql<string>`k.next_expires_at::timestamptz`.as('next_expires_at')
+    }))
+  // Insert-select lists every column in table order.
+  const successors = db.$with('successors').as(db.insert(refreshTokens).select(db.select({
+    jti: revoked.next_jti,
+    user_id: revoked.user_id,
     family_id: revoked.family_id,
-    expires_at: sql`${sql.placeholder('next_expires_at')}::timestamptz`.as('expires_at'),
+    expires_at: revoked.next_expires_at,
     revoked: sql`false`.as('revoked'),
     created_at: sql`now()`.as('created_at')
   }).from(revoked)))
-  const rotation = db.with(revoked, successor).select({ scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
+  const rotation = db.with(revoked, successors).select({ jti: revoked.jti, scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
+
+  interface Rotation { jti: string, userId: number, next: Successor }
+  const rotations = batched<Rotation, { scopes: string, sid: string } | null>(async (batch) => {
+    // A token presented twice in one turn is spent by its first request; the second is refused.
+    const first = new Map<string, Rotation>()
+    for (const one of batch) if (!first.has(one.jti)) first.set(one.jti, one)
+    const unique = [...first.values()]
+    const rows = await rotation.execute({
+      jtis: unique.map((one) => one.jti),
+      user_ids: unique.map((one) => one.userId),
+      next_jtis: unique.map((one) => one.next.jti),
+      next_expiries: unique.map((one) => one.next.expires_at.toISOString())
+    })
+    const rotated = new Map(rows.map((row) => [row.jti, { scopes: row.scopes, sid: row.sid }]))
+    return batch.map((one) => first.get(one.jti) === one ? rotated.get(one.jti) ?? null : null)
+  })
 
   // A session is listed while it can still be refreshed: not ended, and its current token unexpired.
   const listed = (userId: number) => and(eq(sessions.user_id, userId), isNull(sessions.ended_at), exists(db.select({ one: sql`1` })
@@ -149,9 +175,8 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     },
 
     /** Spends `jti` for `next` while the user is active: current scopes and session, or null (revokeFamilyIfReplayed says why). */
-    async rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string, sid: string } | null> {
-      const [rotated] = await rotation.execute({ jti, user_id: userId, next_jti: next.jti, next_expires_at: next.expires_at.toISOString() })
-      return rotated ?? null
+    rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string, sid: string } | null> {
+      return rotations.load({ jti, userId, next })
     },
 
     revokeFamilyIfReplayed,

@@ -7,7 +7,7 @@ import { refreshTokens, sessions, users } from '../../../db/schema.js'
 import authPlugin from '../../../plugins/auth/index.js'
 import dbPlugin from '../../../plugins/db.js'
 import accountsPlugin from '../../../routes/accounts/index.js'
-import { build, login, newAccount, superuser, type Session } from '../../support/app.js'
+import { build, claimsOf, login, newAccount, superuser, type Session } from '../../support/app.js'
 import { freshDatabase } from '../../support/database.js'
 
 const SECRET_KEY = 'the sessions test secret'
@@ -75,6 +75,23 @@ t.test('20 concurrent refreshes of one token: exactly one gets a pair', async (t
   t.equal(codes.filter((code) => code === 401).length, 19)
   const active = await app.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
   t.equal(active.filter((row) => !row.revoked).length, 1, 'exactly one successor was stored')
+})
+
+t.test('refreshes of many sessions at once: each its own successor, a spent or inactive one refused alone', async (t) => {
+  const accounts = await Promise.all(Array.from({ length: 8 }, () => newUser()))
+  const [spent, inactive] = [await newUser(), await newUser()]
+  t.equal((await refresh(spent.session.refresh_token)).statusCode, 200)
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, inactive.user.id))
+  const results = await Promise.all([...accounts, spent, inactive].map(({ session }) => refresh(session.refresh_token)))
+  t.same(results.map((res) => res.statusCode), [...accounts.map(() => 200), 401, 403])
+  for (const [i, { user, session }] of accounts.entries()) {
+    const pair = results[i]!.json()
+    t.equal(claimsOf(pair.access_token).sub, String(user.id), 'each pair is its own user\'s')
+    t.equal(claimsOf(pair.access_token).sid, claimsOf(session.access_token).sid, 'in its own session')
+    const rows = await app.plinthDb.db.select().from(refreshTokens).where(eq(refreshTokens.user_id, user.id))
+    t.same(rows.map((row) => [row.jti, row.revoked]).sort(), [[claimsOf(pair.refresh_token).jti, false], [claimsOf(session.refresh_token).jti, true]].sort())
+  }
+  t.equal((await refresh(results[0]!.json().refresh_token)).statusCode, 200, 'a successor rotates in turn')
 })
 
 t.test('the new pair carries the user\'s current scopes', async (t) => {
