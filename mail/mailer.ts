@@ -37,13 +37,21 @@ export function createMailer ({ sendMail, from, templates, timeoutMs }: MailerOp
     )
   }
 
+  function track (work: Promise<void>) {
+    const tracked = work.finally(() => pending.delete(tracked))
+    pending.add(tracked)
+  }
+
   return {
     send (log: FastifyBaseLogger, kind: TemplateName, to: string, values: TemplateValues): void {
-      const delivery = deliver(log, { to, from, kind, link: values.link, ...render(templates[kind], values) })
-        .finally(() => pending.delete(delivery))
-      pending.add(delivery)
+      track(deliver(log, { to, from, kind, link: values.link, ...render(templates[kind], values) }))
     },
-    /** Waits for the messages still on their way; each gives up after the timeout. */
+    /** Runs `work` after the current answer is on its way; a failure is logged, and closing waits for it. */
+    later (log: FastifyBaseLogger, work: () => Promise<void>): void {
+      track(new Promise<void>((resolve) => setImmediate(resolve)).then(work)
+        .catch((err: unknown) => log.error({ err }, 'preparing a mail failed')))
+    },
+    /** Waits for the messages still on their way (each gives up after the timeout) and the work before them. */
     async drain (): Promise<void> {
       await Promise.all(pending)
     }

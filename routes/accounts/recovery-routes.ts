@@ -28,7 +28,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
     schema: schemas.forgotPassword,
     config: limit(passwordReset, windowSeconds)
   }, async function forgotPassword (request, reply) {
-    await mail.reset(request, request.body.email)
+    mail.reset(request, request.body.email)
     return reply.code(202).send({ detail: FORGOT_NOTICE })
   })
 

@@ -53,7 +53,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
     forgotPassword: {
       operationId: 'forgotPassword',
       summary: 'Mail a link to reset the password of the account with this email, if there is one',
-      description: 'Always 202 with the same body, whether or not an active account has the email, and without waiting for the mail. ' +
+      description: 'Always 202 with the same body, answered before the email is looked up, so it takes the same time whether or not an active account has it. ' +
         'The link works once, for a limited time, and only while the password and the email stay as they are.',
       tags: authTags,
       body: ForgotPasswordSchema,

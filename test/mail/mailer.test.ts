@@ -196,3 +196,19 @@ t.test('the test server reports a message that never comes', async (t) => {
   const smtp = await startSmtp(t)
   await t.rejects(smtp.next('nobody@example.com', 50), /no mail to nobody@example.com arrived within 50 ms/)
 })
+
+t.test('later runs its work after the current turn; a failure is logged, and drain waits for it', async (t) => {
+  const mailer = mailerOn(undefined)
+  const { lines, log } = capture()
+  const steps: string[] = []
+  mailer.later(log, async () => { steps.push('work') })
+  mailer.later(log, async () => { throw new Error('the database is gone') })
+  steps.push('answer')
+  await Promise.resolve()
+  t.same(steps, ['answer'], 'not even after the current microtasks')
+  await mailer.drain()
+  t.same(steps, ['answer', 'work'])
+  t.same(lines.map(({ level, msg, err }) => ({ level, msg, message: err?.message })), [
+    { level: LEVEL.error, msg: 'preparing a mail failed', message: 'the database is gone' }
+  ])
+})
