@@ -1,5 +1,4 @@
 import { get } from 'node:http'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { PASSWORD } from '../support/app.js'
 import { httpRequest } from '../support/http.js'
 
@@ -22,18 +21,6 @@ export function getOnNewConnection (url: string): Promise<number> {
       res.once('end', () => resolve(res.statusCode ?? 0))
     }).once('error', reject)
   })
-}
-
-/**
- * Polls `find` until it returns something other than undefined; throws `what` after `ms`. The
- * default allows for a server process's start: 15 to 60 s here, TypeScript compiled on 2 busy cores.
- */
-export async function until<T> (what: string, find: () => T | undefined, ms = 120_000): Promise<T> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(50)) {
-    const found = find()
-    if (found !== undefined) return found
-  }
-  throw new Error(`gave up after ${ms} ms waiting for ${what}`)
 }
 
 export function isAlive (pid: number): boolean {

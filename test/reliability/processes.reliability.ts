@@ -9,7 +9,8 @@ import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
 import { httpRequest, type HttpAnswer, type HttpRequestOptions } from '../support/http.js'
 import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 import { startServer, type ServerProcess } from '../support/server-process.js'
-import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt, until } from './processes-http.js'
+import { until } from '../support/until.js'
+import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt } from './processes-http.js'
 
 // WORKERS > 1 on PGlite (refused, exit 1) is covered by test/server.test.ts.
 const skip = TEST_DATABASE_URL || hasPostgresServer()

@@ -5,6 +5,7 @@ import { accountTokens, sessions, users } from '../../../db/schema.js'
 import { resourcePlugin } from '../../../index.js'
 import { PASSWORD, build, captureLogs, claimsOf, login, newAccount, register, superuser, type Session } from '../../support/app.js'
 import { assertProblem, validationProblem } from '../../support/responses.js'
+import { until } from '../../support/until.js'
 import { TaskFields, createTask } from '../../support/tasks.js'
 
 // The account lifecycle: a superuser creates accounts, a user deletes their own, and the
@@ -155,7 +156,7 @@ t.test('an account created unverified is mailed a link that verifies it; one cre
   t.equal(verified.statusCode, 201)
   const unverified = await createUser({ email: 'Mail.Unverified@example.com', password: PASSWORD })
   t.equal(unverified.statusCode, 201)
-  const mail = await waitFor(() => mailsTo('mail.unverified@example.com')[0])
+  const mail = await until('the verification mail in the log', () => mailsTo('mail.unverified@example.com')[0])
   t.match(mail, { level: 30, mail: 'verify-email', to: 'mail.unverified@example.com', link: /\/verify-email\?token=/ })
   t.equal(mailsTo('mail.unverified@example.com').length, 1, 'one mail')
   t.same(mailsTo('mail.verified@example.com'), [], 'none to the account created verified')
@@ -350,13 +351,3 @@ t.test('the last active superuser cannot be demoted or deactivated either; with 
 t.test('no response of this file contained a password or a hash', async (t) => {
   t.same(leaks, [])
 })
-
-async function waitFor<T> (find: () => T | undefined, ms = 5_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > until) throw new Error('not logged in time')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}

@@ -9,6 +9,7 @@ import accountsPlugin from '../../../routes/accounts/index.js'
 import { FORGOT_NOTICE } from '../../../routes/accounts/recovery-routes.js'
 import { PASSWORD, build, captureLogs, login, newAccount, register } from '../../support/app.js'
 import { freshDatabase } from '../../support/database.js'
+import { until } from '../../support/until.js'
 import { assertProblem } from '../../support/responses.js'
 import { startSmtp, unusedSmtpUrl } from '../../support/smtp.js'
 
@@ -137,7 +138,7 @@ t.test('the answer does not wait for the mail server, and a failed mail is logge
   t.equal(res.statusCode, 202)
   t.same(res.json(), { detail: FORGOT_NOTICE })
   const requestId = lines.find((line) => line.msg === 'incoming request' && (line.req as { url: string }).url === '/api/v1/auth/forgot-password')?.reqId
-  await t.resolveMatch(waitFor(() => lines.find((line) => line.msg === 'mail could not be sent' && line.reqId === requestId)), {
+  await t.resolveMatch(until('the failed mail\'s log line', () => lines.find((line) => line.msg === 'mail could not be sent' && line.reqId === requestId)), {
     level: 50, mail: 'reset-password', err: { message: /ECONNREFUSED|connect/ }
   })
   t.notMatch(res.payload, /ECONNREFUSED|smtp/i, 'nothing of it reaches the answer')
@@ -152,7 +153,7 @@ t.test('without a mail server the link is logged once per message, after a warni
   await quiet.inject({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: 'logged@example.com' } })
   const logged = () => lines.filter((line) => line.mail !== undefined && /written to the log/.test(String(line.msg)))
   // The reset link is prepared after the answer is sent.
-  const written = await waitFor(() => logged().length === 2 ? logged() : undefined)
+  const written = await until('both mails in the log', () => logged().length === 2 ? logged() : undefined)
   t.same(written.map((line) => line.mail), ['verify-email', 'reset-password'])
   t.match(written[1], { level: 30, to: 'logged@example.com', subject: 'Reset your password', link: /\/reset-password\?token=/ })
   t.notOk(written.some((line) => 'text' in line || 'html' in line), 'nothing but the link')
@@ -173,7 +174,7 @@ t.test('a link works until RESET_TOKEN_EXPIRE_MINUTES have passed on the clock t
   const resetAt = async (minutes: number) => {
     const start = clock
     await own.inject({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: 'clock@example.com' } })
-    await waitFor(() => inbox.at(-1)?.kind === 'reset-password' ? true : undefined)
+    await until('the reset mail', () => inbox.at(-1)?.kind === 'reset-password' ? true : undefined)
     const token = tokenOfLastMail()
     inbox.length = 0
     clock = start + minutes * 60_000
@@ -205,13 +206,3 @@ t.test('forgot-password is limited per address (429) and per email (no more mail
   t.equal(tokens.length, 1, 'one reset token: the second ask of one address made none')
   t.equal(smtp.received.filter((mail) => mail.to.includes('capped@example.com') && mail.subject === 'Reset your password').length, 1)
 })
-
-async function waitFor<T> (find: () => T | undefined, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > until) throw new Error('not logged in time')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
