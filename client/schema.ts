@@ -214,7 +214,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a link to reset the password of the account with this email, if there is one
-         * @description Always 202 with the same body, whether or not an active account has the email, and without waiting for the mail. The link works once, for a limited time, and only while the password and the email stay as they are.
+         * @description Always 202 with the same body, answered before the email is looked up, so it takes the same time whether or not an active account has it. The link works once, for a limited time, and only while the password and the email stay as they are.
          */
         post: operations["forgotPassword"];
         delete?: never;
