@@ -99,7 +99,35 @@ export function problemErrorHandler (this: unknown, error: FastifyError & { head
   const body = toProblem(error, request)
   // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
   if (error.headers && body.status < 500) reply.headers(error.headers)
+  if (reply.getHeader('connection') === 'close' && !request.raw.complete) lingerClose(request.raw, reply)
   return sendProblem(reply, body)
+}
+
+/** How much of a refused body is read and dropped after the answer, and for how long, before the connection is cut. */
+export const LINGER = { bytes: 16 * 1024 * 1024, ms: 5000 }
+
+/**
+ * nginx's lingering close, for a body refused before it was read (413, 415): Fastify asks for
+ * `Connection: close`, and a socket closed while the client still writes makes its write fail
+ * (EPIPE, a reset) before it reads the answer. The rest of the body is read and dropped instead,
+ * up to LINGER; past the bound the connection is cut.
+ */
+function lingerClose (request: IncomingMessage, reply: FastifyReply) {
+  const declared = Number(request.headers['content-length'])
+  if (declared > LINGER.bytes) return
+  reply.removeHeader('connection')
+  let read = 0
+  // The request's destroy ends its socket (and works on an injected request too).
+  const cut = () => request.destroy()
+  const timer = setTimeout(cut, LINGER.ms).unref()
+  request.on('data', (chunk: Buffer) => {
+    read += chunk.length
+    if (read > LINGER.bytes) cut()
+  })
+  // Once the whole body is in, the connection is as clean as after any answer: it is kept.
+  request.once('end', () => clearTimeout(timer))
+  request.once('close', () => clearTimeout(timer))
+  request.resume()
 }
 
 const CLIENT_ERRORS: Record<string, [number, string]> = {
