@@ -1,6 +1,7 @@
 import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { problemResponses } from '../schemas/error.js'
 import { assertBeforeRoutes } from './order.js'
 import type { App } from './validation.js'
 
@@ -19,6 +20,19 @@ function optionalDefaults (querystring: unknown) {
   const { properties, required } = (querystring ?? {}) as ObjectSchema
   if (!properties || !required) return querystring
   return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
+}
+
+type RouteSchema = { body?: unknown, consumes?: string[], response?: Record<string, unknown> }
+
+/**
+ * The statuses any route may answer beside its own: a body that does not parse, is too large or of
+ * a type it does not take; an unexpected error; the database down or the server closing.
+ */
+function withSharedStatuses ({ body, consumes, response = {} }: RouteSchema) {
+  // The token endpoints answer a body of another type with an OAuth invalid_request (400).
+  const bodyStatuses = body === undefined ? [] : consumes?.includes('application/x-www-form-urlencoded') ? [400, 413] : [400, 413, 415]
+  const missing = [...bodyStatuses, 500, 503].filter((status) => !(status in response))
+  return { ...response, ...problemResponses(...missing) }
 }
 
 // The security schemes declared so far, per document: a guarded catalog route may come before the
@@ -40,7 +54,8 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
     if (!schema) return { url, schema }
     // A guard without the accounts plugin has no login scheme to point at: the route is then documented without one.
     const security = schema.security?.filter((requirement) => Object.keys(requirement).every((name) => name in declared))
-    return { url, schema: { ...schema, querystring: optionalDefaults(schema.querystring), ...(security ? { security } : {}) } }
+    const response = schema.hide ? schema.response : withSharedStatuses(schema as RouteSchema)
+    return { url, schema: { ...schema, response, querystring: optionalDefaults(schema.querystring), ...(security ? { security } : {}) } }
   }
   app.addHook('onRoute', function documented (route) {
     route.config = { ...route.config, swaggerTransform }

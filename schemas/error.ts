@@ -50,8 +50,10 @@ const EXAMPLES: Record<number, [code: string, detail: string]> = {
   403: ['AUTH_INACTIVE_USER', 'This account is inactive'],
   409: ['ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered'],
   413: ['BODY_TOO_LARGE', 'Request body is too large'],
+  415: ['UNSUPPORTED_MEDIA_TYPE', 'Content type "text/plain" is not supported here'],
   422: ['VALIDATION_FAILED', '/body/price must be >= 0'],
   429: ['AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in 840 seconds'],
+  500: ['INTERNAL_ERROR', 'An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)'],
   503: ['DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly']
 }
 
@@ -63,9 +65,11 @@ const WHEN: Record<number, string> = {
   404: 'No such record',
   409: 'The email is already registered',
   413: 'The body is larger than BODY_LIMIT',
+  415: 'The body is of a content type this route does not take',
   422: 'The body, query or path failed its schema; errors[] names each field',
   429: 'Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds',
-  503: 'The database is unreachable; retry after Retry-After seconds'
+  500: 'An unexpected error: the detail names the request id to look for in the log',
+  503: 'The database is unreachable, or the server is closing; retry after Retry-After seconds'
 }
 
 /** A guarded route's schema: the bearer scheme (Swagger UI's Authorize fills it in), and its 401 and 403. */

@@ -80,3 +80,18 @@ t.test('the main request bodies carry examples', async (t) => {
     t.ok(Array.isArray(examples) ? examples.length > 0 : examples, `${id}: its body has examples`)
   }
 })
+
+t.test('every operation documents the statuses any route may send: 500 and 503, and 400, 413 and 415 with a body', async (t) => {
+  for (const { name, operation } of operations) {
+    const statuses = Object.keys(operation.responses)
+    const form = operation.requestBody?.content['application/x-www-form-urlencoded'] !== undefined
+    // The token endpoints answer a body of another type with an OAuth invalid_request (400), not 415.
+    const expected = ['500', '503', ...operation.requestBody ? ['400', '413', ...form ? [] : ['415']] : []]
+    t.same(expected.filter((status) => !statuses.includes(status)), [], name)
+    // Their 400 is the OAuth error document, and readiness's 503 is its own report.
+    const problems = expected.filter((code) => !(code === '400' && form) && !(code === '503' && name.endsWith('/health/ready')))
+    for (const status of problems) {
+      t.equal(operation.responses[status]?.content?.['application/problem+json']?.schema.$ref, '#/components/schemas/Problem', `${name} ${status}: a problem document`)
+    }
+  }
+})
