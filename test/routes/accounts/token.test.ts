@@ -122,7 +122,7 @@ t.test('clients: any client_id is public; HTTP Basic is read; two methods at onc
 t.test('the document declares the token endpoint\'s answers', async (t) => {
   const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json()
   const login = document.paths['/api/v1/auth/login'].post
-  t.same(Object.keys(login.responses).sort(), ['200', '400', '401', '429', '503'])
+  t.same(Object.keys(login.responses).sort(), ['200', '400', '401', '413', '429', '500', '503'])
   t.same(Object.keys(login.responses['400'].content), ['application/json'])
   t.equal(login.responses['400'].content['application/json'].schema.$ref, '#/components/schemas/OAuthError')
   t.same(document.components.schemas.OAuthError.properties.error.enum,
