@@ -64,7 +64,6 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
       return rows.length > 0
     },
 
-    /** Stores a verification token for the user's current email. */
     async issueVerify (userId: number, hash: string, expiresAt: Date): Promise<void> {
       await verifyById.execute({ id: userId, hash, expires_at: expiresAt.toISOString() })
     },
@@ -79,7 +78,6 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
       return spend('verify', token, now, { is_verified: true })
     },
 
-    /** Deletes the tokens past their expiry. */
     async purge (): Promise<number> {
       const rows = await db.delete(accountTokens).where(lt(accountTokens.expires_at, sql`now()`)).returning({ hash: accountTokens.hash })
       return rows.length

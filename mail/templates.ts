@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-/** The messages accounts send. */
 export const TEMPLATE_NAMES = ['reset-password', 'verify-email'] as const
 export type TemplateName = typeof TEMPLATE_NAMES[number]
 
@@ -71,7 +70,6 @@ export function readTemplatesDir (dir: string): Partial<Record<TemplateName, Par
   )]))
 }
 
-/** The defaults with the given parts in their place. */
 export function withOverrides (overrides: Partial<Record<TemplateName, Partial<MailTemplate>>> = {}): Record<TemplateName, MailTemplate> {
   return Object.fromEntries(TEMPLATE_NAMES.map((name) => [name, { ...defaultTemplates[name], ...overrides[name] }])) as Record<TemplateName, MailTemplate>
 }
