@@ -1,14 +1,9 @@
 import { eq } from 'drizzle-orm'
-import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { accountTokens, users } from '../../../db/schema.js'
-import type { MailMessage } from '../../../mail/senders.js'
-import authPlugin from '../../../plugins/auth/index.js'
-import dbPlugin from '../../../plugins/db.js'
-import accountsPlugin from '../../../routes/accounts/index.js'
 import { FORGOT_NOTICE } from '../../../routes/accounts/recovery-routes.js'
 import { PASSWORD, build, captureLogs, login, newAccount, register } from '../../support/app.js'
-import { freshDatabase } from '../../support/database.js'
+import { clockedAccounts } from '../../support/accounts-plugin.js'
 import { until } from '../../support/until.js'
 import { assertProblem } from '../../support/responses.js'
 import { startSmtp, unusedSmtpUrl } from '../../support/smtp.js'
@@ -160,24 +155,16 @@ t.test('without a mail server the link is logged once per message, after a warni
 })
 
 t.test('a link works until RESET_TOKEN_EXPIRE_MINUTES have passed on the clock the plugin is given', async (t) => {
-  let clock = Date.now()
-  const inbox: MailMessage[] = []
-  const own = Fastify({ logger: false })
-  await own.register(dbPlugin, { client: await freshDatabase(t) })
-  await own.register(authPlugin, { secret: 'recovery-expiry' })
-  await own.register(accountsPlugin, {
-    prefix: '/api/v1', resetTokenMinutes: 30, now: () => new Date(clock), sendMail: async (message) => { inbox.push(message) }
-  })
-  t.teardown(() => own.close())
+  const { app: own, clock, inbox } = await clockedAccounts(t, { resetTokenMinutes: 30 })
   await register(own, 'clock@example.com')
   const tokenOfLastMail = () => new URL(inbox.at(-1)?.link ?? '').searchParams.get('token') ?? ''
   const resetAt = async (minutes: number) => {
-    const start = clock
+    const start = clock.now
     await own.inject({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: 'clock@example.com' } })
     await until('the reset mail', () => inbox.at(-1)?.kind === 'reset-password' ? true : undefined)
     const token = tokenOfLastMail()
     inbox.length = 0
-    clock = start + minutes * 60_000
+    clock.now = start + minutes * 60_000
     return own.inject({ method: 'POST', url: '/api/v1/auth/reset-password', payload: { token, new_password: NEW_PASSWORD } })
   }
   t.equal((await resetAt(29.99)).statusCode, 204, 'just before the end')

@@ -1,13 +1,9 @@
 import { eq } from 'drizzle-orm'
-import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { users } from '../../../db/schema.js'
 import type { MailMessage } from '../../../mail/senders.js'
-import authPlugin from '../../../plugins/auth/index.js'
-import dbPlugin from '../../../plugins/db.js'
-import accountsPlugin from '../../../routes/accounts/index.js'
 import { PASSWORD, bearer, build, login, register } from '../../support/app.js'
-import { freshDatabase } from '../../support/database.js'
+import { clockedAccounts } from '../../support/accounts-plugin.js'
 import { assertProblem } from '../../support/responses.js'
 import { startSmtp } from '../../support/smtp.js'
 
@@ -141,16 +137,8 @@ t.test('asking for links is limited per address, and mails to one email are capp
 })
 
 t.test('a link works for VERIFY_TOKEN_EXPIRE_MINUTES on the plugin\'s clock; the guard requireVerified', async (t) => {
-  let clock = Date.now()
-  const inbox: MailMessage[] = []
-  const own = Fastify({ logger: false })
-  await own.register(dbPlugin, { client: await freshDatabase(t) })
-  await own.register(authPlugin, { secret: 'verification-expiry' })
-  await own.register(accountsPlugin, {
-    prefix: '/api/v1', verifyTokenMinutes: 60, now: () => new Date(clock), sendMail: async (message) => { inbox.push(message) }
-  })
+  const { app: own, clock, inbox } = await clockedAccounts(t, { verifyTokenMinutes: 60 })
   own.get('/verified-only', { onRequest: own.requireVerified }, async () => ({ ok: true }))
-  t.teardown(() => own.close())
   const user = await register(own, 'clock@example.com')
   const session = await login(own, 'clock@example.com')
   const tokenOf = (message?: MailMessage) => new URL(message?.link ?? '').searchParams.get('token') ?? ''
@@ -159,7 +147,7 @@ t.test('a link works for VERIFY_TOKEN_EXPIRE_MINUTES on the plugin\'s clock; the
   t.equal((await own.inject({ method: 'GET', url: '/verified-only' })).statusCode, 401, 'it authenticates first')
 
   const first = tokenOf(inbox.find((message) => message.kind === 'verify-email' && message.to === user.email))
-  clock += 60 * 60_000
+  clock.now += 60 * 60_000
   const late = await verify(first, own)
   assertProblem(t, late, 400, 'AUTH_INVALID_VERIFY_TOKEN')
   t.equal(late.json().detail, 'Invalid verification token: it has expired; ask for a new link')
@@ -167,7 +155,7 @@ t.test('a link works for VERIFY_TOKEN_EXPIRE_MINUTES on the plugin\'s clock; the
   t.equal((await requestLink(session.headers, own)).statusCode, 202)
   await new Promise((resolve) => setImmediate(resolve))
   const second = tokenOf(inbox.at(-1))
-  clock += 59 * 60_000
+  clock.now += 59 * 60_000
   t.equal((await verify(second, own)).statusCode, 200, 'a minute before its end')
   t.same((await guarded()).json(), { ok: true })
 })
