@@ -14,10 +14,13 @@ export function createUserRepository (db: Database) {
   const repo = createRepository(db, users)
   const byEmail = db.select().from(users).where(eq(users.email, sql.placeholder('email'))).limit(1).prepare('users_by_email')
 
-  /** Runs a write that may hit the unique email index; `null` when the email is taken. */
-  async function unlessEmailTaken<T> (write: () => Promise<T>): Promise<T | null> {
+  /**
+   * Runs a write that may hit the unique email index; `null` when the email is taken. In a
+   * caller's transaction it runs in a savepoint, as the violation would abort the whole of it.
+   */
+  async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, tx?: Database): Promise<T | null> {
     try {
-      return await write()
+      return await (tx ? tx.transaction(write) : write())
     } catch (err) {
       if (sqlState(err) === UNIQUE_VIOLATION) return null
       throw err
@@ -32,12 +35,12 @@ export function createUserRepository (db: Database) {
     },
     /** `null` when the email is already registered (matched case-insensitively). */
     create (values: NewUserRow, tx?: Database) {
-      return unlessEmailTaken(() => repo.create({ ...values, email: values.email.toLowerCase() }, tx))
+      return unlessEmailTaken((on) => repo.create({ ...values, email: values.email.toLowerCase() }, on), tx)
     },
     /** `null` when no such user; `'email_taken'` when the new email belongs to someone else. */
     async update (id: number, values: Partial<NewUserRow>, tx?: Database): Promise<UserRow | null | 'email_taken'> {
       const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
-      const result = await unlessEmailTaken(async () => ({ row: await repo.update(id, change, tx) }))
+      const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, on) }), tx)
       return result === null ? 'email_taken' : result.row
     },
     /**
