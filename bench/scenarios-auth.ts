@@ -38,9 +38,26 @@ const guardedGet = (name: string, server?: Scenario['server']): Scenario => ({
   }
 })
 
+/** GET /users/me from many users at once, each request with the token of the next of them. */
+const manyUsersGet = (name: string, server?: Scenario['server']): Scenario => ({
+  name,
+  path: '/api/v1/users/me',
+  server,
+  setup: async (baseUrl) => {
+    const tokens: string[] = []
+    await times(ACCOUNTS, 4, async () => {
+      tokens.push((await call<{ access_token: string }>(baseUrl, `${AUTH}/login`, { method: 'POST', form: await account(baseUrl) })).access_token)
+    })
+    let next = 0
+    return { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } }) }] }
+  }
+})
+
 export const authScenarios: Scenario[] = [
   guardedGet('me-get'),
   guardedGet('me-get-stateless', 'stateless'),
+  manyUsersGet('me-get-many'),
+  manyUsersGet('me-get-many-stateless', 'stateless'),
   guardedGet('me-eddsa', 'eddsa'),
   {
     name: 'login',

@@ -60,6 +60,9 @@ t.test('the check is in the user lookup: one statement per request, one for conc
   const answers = await Promise.all(accounts.map(({ session }) => me(app, session)))
   t.same(answers.map((res) => res.statusCode), [200, 200, 200, 200, 200])
   t.equal(counted.queries() - again, 1, 'five guards, one statement')
+  await post(app, '/api/v1/auth/logout', { refresh_token: accounts[1]!.session.refresh_token })
+  const mixed = await Promise.all(accounts.map(({ session }) => me(app, session)))
+  t.same(mixed.map((res) => res.statusCode), [200, 401, 200, 200, 200], 'the ended session is refused among live ones')
 })
 
 t.test('a session records its client, and its last refresh', async (t) => {
