@@ -90,6 +90,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     prefix: API_PREFIX,
     defaultLimit: config.DEFAULT_PAGE_LIMIT,
     maxLimit: config.MAX_PAGE_LIMIT,
+    requireIfMatch: config.REQUIRE_IF_MATCH,
     ...(config.CATALOG_WRITE_SCOPE ? { guards: { write: app.requireScopes(config.CATALOG_WRITE_SCOPE) } } : {})
   })
   const smtp = config.SMTP_URL === undefined ? undefined : smtpSender(config.SMTP_URL, config.MAIL_TIMEOUT_SECONDS * 1000)

@@ -50,6 +50,7 @@ export const ConfigSchema = Type.Object({
   RESET_TOKEN_EXPIRE_MINUTES: Int(1, 30, 10080),
   VERIFY_TOKEN_EXPIRE_MINUTES: Int(1, 1440, 43200),
   REQUIRE_VERIFIED_EMAIL: Type.Boolean({ default: false }),
+  REQUIRE_IF_MATCH: Type.Boolean({ default: false }),
   ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
   REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
   FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),

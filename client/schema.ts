@@ -997,6 +997,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1122,7 +1124,10 @@ export interface operations {
     getItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags the client holds: 304 with no body when one is current */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description The item id */
                 item_id: number;
@@ -1134,106 +1139,16 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description No such record */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Not Found",
-                     *       "status": 404,
-                     *       "detail": "item 7 not found",
-                     *       "code": "CATALOG_ITEM_NOT_FOUND"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body, query or path failed its schema; errors[] names each field */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Unprocessable Entity",
-                     *       "status": 422,
-                     *       "detail": "/body/price must be >= 0",
-                     *       "code": "VALIDATION_FAILED",
-                     *       "errors": [
-                     *         {
-                     *           "path": "/body/price",
-                     *           "message": "must be >= 0"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
-                };
-            };
-            /** @description An unexpected error: the detail names the request id to look for in the log */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Internal Server Error",
-                     *       "status": 500,
-                     *       "detail": "An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)",
-                     *       "code": "INTERNAL_ERROR"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "about:blank",
-                     *       "title": "Service Unavailable",
-                     *       "status": 503,
-                     *       "detail": "The database is unavailable; try again shortly",
-                     *       "code": "DATABASE_UNAVAILABLE"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteItem: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The item id */
-                item_id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted */
-            204: {
+            /** @description Not modified: an ETag in If-None-Match is current; no body */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1319,10 +1234,151 @@ export interface operations {
             };
         };
     };
+    deleteItem: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description The item id */
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "item 7 not found",
+                     *       "code": "CATALOG_ITEM_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error: the detail names the request id to look for in the log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Internal Server Error",
+                     *       "status": 500,
+                     *       "detail": "An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)",
+                     *       "code": "INTERNAL_ERROR"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; try again shortly",
+                     *       "code": "DATABASE_UNAVAILABLE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     updateItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path: {
                 /** @description The item id */
                 item_id: number;
@@ -1346,6 +1402,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1383,6 +1441,24 @@ export interface operations {
                      *       "status": 404,
                      *       "detail": "item 7 not found",
                      *       "code": "CATALOG_ITEM_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -1446,6 +1522,24 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */

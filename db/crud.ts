@@ -1,4 +1,4 @@
-import { asc, count, eq, getTableColumns, getTableName, gt, sql, type InferInsertModel, type InferSelectModel, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, getTableColumns, getTableName, gt, sql, type InferInsertModel, type InferSelectModel, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from './batch.js'
 import type { Database } from './client.js'
@@ -16,15 +16,22 @@ export interface Page {
   limit: number
 }
 
+/** A row as it is now, with its version: the transaction that last wrote it (`xmin`), for ETags. */
+export type Versioned<Row> = Row & { version: string }
+
+/** The version of a table's row, to select or return beside its columns. */
+export const versionOf = (table: PgTable) => sql<string>`${table}.xmin::text`
+
 export interface Repository<Row, Insert> {
-  get (id: number, tx?: Database): Promise<Row | null>
+  get (id: number, tx?: Database): Promise<Versioned<Row> | null>
   list (page: Page, tx?: Database): Promise<Row[]>
   /** Keyset page: unlike `offset`, its cost does not grow with the page's depth. */
   listAfter (afterId: number, limit: number, tx?: Database): Promise<Row[]>
   count (tx?: Database): Promise<number>
-  create (values: Insert, tx?: Database): Promise<Row>
-  update (id: number, values: Partial<Insert>, tx?: Database): Promise<Row | null>
-  delete (id: number, tx?: Database): Promise<boolean>
+  create (values: Insert, tx?: Database): Promise<Versioned<Row>>
+  /** With `versions`, only while the row's version is one of them: null then also when it has changed. */
+  update (id: number, values: Partial<Insert>, tx?: Database, versions?: string[]): Promise<Versioned<Row> | null>
+  delete (id: number, tx?: Database, versions?: string[]): Promise<boolean>
 }
 
 /** Drops keys whose value is `undefined`, so an UPDATE never resets a field the client did not send. */
@@ -43,17 +50,21 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
 Repository<Row, InferInsertModel<T>> {
   const name = getTableName(table)
   const idOf = (row: Row) => (row as { id: number }).id
-  const select = (exec: Database) => selection ? exec.select(selection) : exec.select()
-  const returning = <Q extends { returning (fields?: Selection): unknown }>(query: Q) =>
-    (selection ? query.returning(selection) : query.returning()) as ReturnType<Q['returning']>
+  const rowColumns = selection ?? getTableColumns(table) as Selection
+  // A single row comes with its version; a list's rows without.
+  const fields = { ...rowColumns, version: versionOf(table) }
+  const select = (exec: Database) => exec.select(fields)
+  const selectRows = (exec: Database) => exec.select(rowColumns)
+  const returning = <Q extends { returning (fields?: Selection): unknown }>(query: Q) => query.returning(fields) as ReturnType<Q['returning']>
+  const isVersion = sql`${versionOf(table)} = any(${sql.placeholder('versions')}::text[])`
 
   const selectById = (exec: Database) =>
     select(exec).from(table as PgTable).where(eq(table.id, sql.placeholder('id'))).limit(1)
   const selectPage = (exec: Database) =>
-    select(exec).from(table as PgTable).orderBy(asc(table.id))
+    selectRows(exec).from(table as PgTable).orderBy(asc(table.id))
       .limit(sql.placeholder('limit')).offset(sql.placeholder('offset'))
   const selectAfter = (exec: Database) =>
-    select(exec).from(table as PgTable).where(gt(table.id, sql.placeholder('afterId')))
+    selectRows(exec).from(table as PgTable).where(gt(table.id, sql.placeholder('afterId')))
       .orderBy(asc(table.id)).limit(sql.placeholder('limit'))
   const selectCount = (exec: Database) => exec.select({ total: count() }).from(table as PgTable)
   const selectByIds = (exec: Database) =>
@@ -69,19 +80,20 @@ Repository<Row, InferInsertModel<T>> {
   const tableColumns = getTableColumns(table)
   const updates = new Map<string, Runnable>()
 
-  const lookups = batched<number, Row | null>(async (ids) => {
-    const rows = await prepared.getMany.execute({ ids }) as Row[]
+  type Found = Versioned<Row>
+  const lookups = batched<number, Found | null>(async (ids) => {
+    const rows = await prepared.getMany.execute({ ids }) as Found[]
     const byId = new Map(rows.map((row) => [idOf(row), row]))
     return ids.map((id) => byId.get(id) ?? null)
   })
 
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
-    await returning(exec.insert(table).values(rows)) as Row[]
+    await returning(exec.insert(table).values(rows)) as Found[]
 
   // A batch whose rows send the same columns is prepared once per shape: building a wide multi-row
   // INSERT cost more than running it. A null goes in the statement, not through a column's encoder.
   const insertStatements = new Map<string, Runnable>()
-  async function insertBatch (rows: Array<InferInsertModel<T>>): Promise<Row[]> {
+  async function insertBatch (rows: Array<InferInsertModel<T>>): Promise<Found[]> {
     const shapes = rows.map((row) => Object.keys(row).filter((key) => key in tableColumns && (row as Record<string, unknown>)[key] !== undefined)
       .map((key) => (row as Record<string, unknown>)[key] === null ? `${key}=null` : key).sort().join(','))
     if (shapes.some((shape) => shape !== shapes[0])) return insert(rows, db)
@@ -99,10 +111,10 @@ Repository<Row, InferInsertModel<T>> {
     rows.forEach((row, i) => {
       for (const [key, value] of Object.entries(row)) if (value !== null && value !== undefined) params[`${i}.${key}`] = value
     })
-    return await statement.execute(params) as Row[]
+    return await statement.execute(params) as Found[]
   }
-  const inserts = batched<InferInsertModel<T>, Row>(async (batch) => {
-    let rows: Row[]
+  const inserts = batched<InferInsertModel<T>, Found>(async (batch) => {
+    let rows: Found[]
     try {
       rows = await insertBatch([...batch])
     } catch (err) {
@@ -119,7 +131,7 @@ Repository<Row, InferInsertModel<T>> {
     async get (id, tx) {
       if (!tx) return lookups.load(id)
       const rows = await selectById(tx).execute({ id })
-      return (rows[0] as Row | undefined) ?? null
+      return (rows[0] as Found | undefined) ?? null
     },
     async list ({ offset, limit }, tx) {
       const rows = await (tx ? selectPage(tx).execute({ offset, limit }) : prepared.list.execute({ offset, limit }))
@@ -138,25 +150,30 @@ Repository<Row, InferInsertModel<T>> {
       if (!tx && !('id' in values)) return inserts.load(values)
       return (await insert([values], tx ?? db))[0]!
     },
-    async update (id, values, tx) {
+    async update (id, values, tx, versions) {
       const change = definedOnly(values) as Record<string, unknown>
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
-      if (columns.length === 0) return this.get(id, tx)
+      if (columns.length === 0) {
+        const row = await this.get(id, tx)
+        return row && versions && !versions.includes(row.version) ? null : row
+      }
       // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
       const build = (exec: Database) => returning(exec.update(table)
         .set(Object.fromEntries(columns.map((column) =>
           [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
-        .where(eq(table.id, sql.placeholder('id'))))
-      const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',')
+        .where(versions ? and(eq(table.id, sql.placeholder('id')), isVersion) : eq(table.id, sql.placeholder('id'))))
+      const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',') + (versions ? ':versioned' : '')
       // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
       let statement = tx ? build(tx) : updates.get(shape)
       if (!statement) updates.set(shape, statement = build(db).prepare(`${name}_update_${updates.size}`))
-      const params: Record<string, unknown> = { id }
+      const params: Record<string, unknown> = { id, versions }
       for (const column of columns) if (change[column] !== null) params[`set_${column}`] = change[column]
-      return ((await statement.execute(params)) as Row[])[0] ?? null
+      return ((await statement.execute(params)) as Found[])[0] ?? null
     },
-    async delete (id, tx) {
-      const rows = await (tx ?? db).delete(table).where(eq(table.id, id)).returning({ id: table.id })
+    async delete (id, tx, versions) {
+      const rows = await (tx ?? db).delete(table)
+        .where(versions ? and(eq(table.id, id), sql`${versionOf(table)} = any(${sql.param(versions)}::text[])`) : eq(table.id, id))
+        .returning({ id: table.id })
       return rows.length > 0
     }
   }

@@ -49,9 +49,11 @@ const EXAMPLES: Record<number, [code: string, detail: string]> = {
   401: ['AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"'],
   403: ['AUTH_INACTIVE_USER', 'This account is inactive'],
   409: ['ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered'],
+  412: ['PRECONDITION_FAILED', 'item 7 has changed since the ETag sent in If-Match; read it again for its current ETag'],
   413: ['BODY_TOO_LARGE', 'Request body is too large'],
   415: ['UNSUPPORTED_MEDIA_TYPE', 'Content type "text/plain" is not supported here'],
   422: ['VALIDATION_FAILED', '/body/price must be >= 0'],
+  428: ['PRECONDITION_REQUIRED', 'This write needs If-Match with the ETag of item 7, from its last read or write'],
   429: ['AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in 840 seconds'],
   500: ['INTERNAL_ERROR', 'An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)'],
   503: ['DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly']
@@ -64,9 +66,11 @@ const WHEN: Record<number, string> = {
   403: 'Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password',
   404: 'No such record',
   409: 'The email is already registered',
+  412: 'The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again',
   413: 'The body is larger than BODY_LIMIT',
   415: 'The body is of a content type this route does not take',
   422: 'The body, query or path failed its schema; errors[] names each field',
+  428: 'The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED)',
   429: 'Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds',
   500: 'An unexpected error: the detail names the request id to look for in the log',
   503: 'The database is unreachable, or the server is closing; retry after Retry-After seconds'

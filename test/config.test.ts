@@ -12,6 +12,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     RESET_TOKEN_EXPIRE_MINUTES: 30,
     VERIFY_TOKEN_EXPIRE_MINUTES: 1440,
     REQUIRE_VERIFIED_EMAIL: false,
+    REQUIRE_IF_MATCH: false,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],

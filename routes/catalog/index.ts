@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
+import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
@@ -14,7 +15,7 @@ import { catalogSchemas } from './schemas.js'
 
 /** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
-  const { defaultLimit, maxLimit, guards } = resolveCatalogOptions(opts)
+  const { defaultLimit, maxLimit, requireIfMatch, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards)
 
@@ -38,14 +39,15 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     return page(rows.slice(0, limit), total, { offset: 0, limit }, rows.length > limit)
   })
 
-  app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request) {
+  app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request, reply) {
     const item = await items.get(request.params.item_id)
     if (!item) throw new ItemNotFound(request.params.item_id)
-    return item
+    return notModified(request, reply, item.version) ? reply : item
   })
 
   app.post('/items', { schema: schemas.createItem, onRequest: guards.write }, async function createItem (request, reply) {
-    return reply.code(201).send(await items.create(request.body))
+    const item = await items.create(request.body)
+    return reply.code(201).header('etag', etagOf(item.version)).send(item)
   })
 
   app.patch('/items/:item_id', {
@@ -53,14 +55,19 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     onRequest: guards.write,
     // A PATCH without any body changes nothing, like `{}`.
     preValidation: async function emptyPatch (request) { request.body ??= {} }
-  }, async function updateItem (request) {
-    const item = await items.update(request.params.item_id, request.body)
-    if (!item) throw new ItemNotFound(request.params.item_id)
+  }, async function updateItem (request, reply) {
+    const id = request.params.item_id
+    const versions = expectedVersions(request, requireIfMatch, `item ${id}`)
+    const item = await items.update(id, request.body, undefined, versions)
+    if (!item) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
+    reply.header('etag', etagOf(item.version))
     return item
   })
 
   app.delete('/items/:item_id', { schema: schemas.deleteItem, onRequest: guards.write }, async function deleteItem (request, reply) {
-    if (!await items.delete(request.params.item_id)) throw new ItemNotFound(request.params.item_id)
+    const id = request.params.item_id
+    const versions = expectedVersions(request, requireIfMatch, `item ${id}`)
+    if (!await items.delete(id, undefined, versions)) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
     return reply.code(204).send(null)
   })
 }

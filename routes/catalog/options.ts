@@ -1,9 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { Guard } from '../../plugins/auth/index.js'
+import { ConditionalOptions } from '../../plugins/conditional.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
 import { InvalidCatalogOptions } from './errors.js'
 
-export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100) })
+export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100), ...ConditionalOptions })
 
 /** DEFAULT_PAGE_LIMIT and MAX_PAGE_LIMIT in the server: a page of 20 unless asked, at most 100. */
 export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
@@ -14,6 +15,7 @@ export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
 }
 
 export function resolveCatalogOptions (opts: CatalogOptions = {}) {
-  const limits = pageLimits(readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions), 20, InvalidCatalogOptions)
-  return { ...limits, guards: readGuards(opts, InvalidCatalogOptions) }
+  const options = readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions)
+  const limits = pageLimits(options, 20, InvalidCatalogOptions)
+  return { ...limits, requireIfMatch: options.requireIfMatch, guards: readGuards(opts, InvalidCatalogOptions) }
 }

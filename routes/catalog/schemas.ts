@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
 import type { Guards } from '../../plugins/options.js'
+import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
 import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import {
@@ -37,14 +38,15 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       summary: 'Read one item',
       tags,
       params: ItemIdParams,
-      response: { 200: ref(ItemSchema), ...problemResponses(missing, 422, 503) }
+      headers: ConditionalRead.headers,
+      response: { 200: withEtag(ref(ItemSchema)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
     }, read),
     createItem: guarded({
       operationId: 'createItem',
       summary: 'Create an item',
       tags,
       body: ItemCreateSchema,
-      response: { 201: ref(ItemSchema), ...problemResponses(400, 422, 503) }
+      response: { 201: withEtag(ref(ItemSchema)), ...problemResponses(400, 422, 503) }
     }, write),
     updateItem: guarded({
       operationId: 'updateItem',
@@ -52,14 +54,16 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       tags,
       params: ItemIdParams,
       body: ItemUpdateSchema,
-      response: { 200: ref(ItemSchema), ...problemResponses(400, missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 200: withEtag(ref(ItemSchema)), ...problemResponses(400, missing, 412, 422, 428, 503) }
     }, write),
     deleteItem: guarded({
       operationId: 'deleteItem',
       summary: 'Delete an item',
       tags,
       params: ItemIdParams,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 412, 422, 428, 503) }
     }, write)
   }
 }

@@ -3,7 +3,7 @@ import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
 import { items } from '../../db/schema.js'
-import { countingDatabase, freshDatabase } from '../support/database.js'
+import { countingDatabase, freshDatabase, unversioned } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items)
@@ -87,7 +87,7 @@ t.test('rows given their own ids are inserted alone, each returned to its caller
   await client.db.execute(sql`create table explicit_ids (id integer primary key, name text not null)`)
   const explicit = createRepository(client.db, pgTable('explicit_ids', { id: integer('id').primaryKey(), name: text('name').notNull() }))
   const made = await Promise.all([[5, 'five'], [3, 'three'], [4, 'four']].map(([id, name]) => explicit.create({ id: id as number, name: name as string })))
-  t.same(made, [{ id: 5, name: 'five' }, { id: 3, name: 'three' }, { id: 4, name: 'four' }])
+  t.same(made.map(unversioned), [{ id: 5, name: 'five' }, { id: 3, name: 'three' }, { id: 4, name: 'four' }])
 })
 
 t.test('a get sees a write acknowledged before it was asked', async (t) => {
@@ -111,7 +111,7 @@ t.test('a failed batch rejects every lookup in it, and the next batch works', as
 t.test('update writes only the given fields', async (t) => {
   const created = await repo.create({ name: 'chair', description: 'oak', price: 40, in_stock: false })
   const renamed = await repo.update(created.id, { name: 'stool', description: undefined })
-  t.same(renamed, { ...created, name: 'stool' }, 'description, price and in_stock untouched')
+  t.same(unversioned(renamed), { ...unversioned(created), name: 'stool' }, 'description, price and in_stock untouched')
   const cleared = await repo.update(created.id, { description: null })
   t.equal(cleared?.description, null, 'null sets a nullable field to null')
   t.equal(cleared?.name, 'stool')
@@ -128,19 +128,19 @@ t.test('updates of any set of columns, in any key order, with nulls and values t
   const first = new Date('2026-01-02T03:04:05.678Z')
   const second = new Date('2026-05-06T07:08:09.123Z')
   const created = await eventRepo.create({ title: 'a', happened_at: first })
-  t.same(await eventRepo.update(created.id, { happened_at: null, title: 'b' }), { id: created.id, title: 'b', happened_at: null },
+  t.same(unversioned(await eventRepo.update(created.id, { happened_at: null, title: 'b' })), { id: created.id, title: 'b', happened_at: null },
     'a timestamp set to null (its encoder never sees the null)')
-  t.same(await eventRepo.update(created.id, { title: 'c', happened_at: second }), { id: created.id, title: 'c', happened_at: second },
+  t.same(unversioned(await eventRepo.update(created.id, { title: 'c', happened_at: second })), { id: created.id, title: 'c', happened_at: second },
     'the same columns with a Date: encoded by the column')
-  t.same(await eventRepo.update(created.id, { happened_at: first, title: 'd' }), { id: created.id, title: 'd', happened_at: first },
+  t.same(unversioned(await eventRepo.update(created.id, { happened_at: first, title: 'd' })), { id: created.id, title: 'd', happened_at: first },
     'the same columns in the other order')
-  t.same(await eventRepo.update(created.id, { nope: 1 } as never), { id: created.id, title: 'd', happened_at: first },
+  t.same(unversioned(await eventRepo.update(created.id, { nope: 1 } as never)), { id: created.id, title: 'd', happened_at: first },
     'a key that is no column writes nothing')
-  t.same(await eventRepo.get(created.id), { id: created.id, title: 'd', happened_at: first })
+  t.same(unversioned(await eventRepo.get(created.id)), { id: created.id, title: 'd', happened_at: first })
 
   const item = await repo.create({ name: 'vase', price: 3 })
   await t.rejects(repo.update(item.id, { price: -1 }), { cause: { code: '23514' } }, 'the check constraint refuses it')
-  t.same(await repo.update(item.id, { price: 4 }), { ...item, price: 4 }, 'and the same statement then works')
+  t.same(unversioned(await repo.update(item.id, { price: 4 })), { ...unversioned(item), price: 4 }, 'and the same statement then works')
 })
 
 t.test('an empty update returns the row unchanged, a missing row null', async (t) => {

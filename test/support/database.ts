@@ -86,3 +86,10 @@ export function countingDatabase (client: DatabaseClient) {
   const db = client.driver === 'postgres' ? onPostgres({ client: $client, schema, logger }) : onPglite({ client: $client, schema, logger })
   return { db: db as unknown as Database, queries: () => queries }
 }
+
+/** A row as the repository answers one, without the version it adds: for comparing column values. */
+export const unversioned = <T extends object>(row: T | null | undefined) => {
+  if (!row) return row
+  const { version, ...columns } = row as T & { version?: string }
+  return columns
+}
