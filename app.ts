@@ -130,11 +130,11 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       : undefined
   })
   for (const name of new Set(config.RESOURCES)) {
-    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP })
+    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH })
   }
   for (const definition of fileResources) {
     await app.register(resources, {
-      prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP
+      prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH
     })
   }
 

@@ -5323,6 +5323,8 @@ export interface operations {
             /** @description A record of the records resource */
             201: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5448,7 +5450,10 @@ export interface operations {
     getRecords: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags the client holds: 304 with no body when one is current */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description The id of a record of records */
                 records_id: number;
@@ -5460,11 +5465,20 @@ export interface operations {
             /** @description A record of the records resource */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
+            };
+            /** @description Not modified: an ETag in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description No such record */
             404: {
@@ -5549,7 +5563,10 @@ export interface operations {
     updateRecords: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path: {
                 /** @description The id of a record of records */
                 records_id: number;
@@ -5570,6 +5587,8 @@ export interface operations {
             /** @description A record of the records resource */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5607,6 +5626,24 @@ export interface operations {
                      *       "status": 404,
                      *       "detail": "records 7 not found",
                      *       "code": "RESOURCE_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -5672,6 +5709,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -5713,7 +5768,10 @@ export interface operations {
     deleteRecords: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path: {
                 /** @description The id of a record of records */
                 records_id: number;
@@ -5747,6 +5805,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -5769,6 +5845,24 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createRepository } from '../../db/crud.js'
 import { ensureResourceTable } from '../../db/resources.js'
+import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
 import { resourceTable } from '../../db/schema.js'
 import { addSchemas } from '../../schemas/common.js'
 import { RecordNotFound } from './errors.js'
@@ -9,7 +10,7 @@ import { resourceSchemas } from './schemas.js'
 
 /** The five routes of a resource of records (`title`, `description`), as SPEC.md 4.3 has them. */
 export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
-  const { name, routes, maxLimit, guards } = opts
+  const { name, routes, maxLimit, guards, requireIfMatch } = opts
   const table = resourceTable(opts.table)
   if (opts.createTable) await ensureResourceTable(app.plinthDb.db, table)
   const records = createRepository(app.plinthDb.db, table)
@@ -32,15 +33,16 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
 
   if (routes.create) {
     app.post('/', { schema: schemas.create, onRequest: guards.write }, async function createRecord (request, reply) {
-      return reply.code(201).send(await records.create(request.body))
+      const record = await records.create(request.body)
+      return reply.code(201).header('etag', etagOf(record.version)).send(record)
     })
   }
 
   if (routes.get) {
-    app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRecord (request) {
+    app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRecord (request, reply) {
       const record = await records.get(idOf(request.params))
       if (!record) throw new RecordNotFound(name, idOf(request.params))
-      return record
+      return notModified(request, reply, record.version) ? reply : record
     })
   }
 
@@ -50,16 +52,21 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
       onRequest: guards.write,
       // A PUT without any body changes nothing, like `{}`.
       preValidation: async function emptyUpdate (request) { request.body ??= {} }
-    }, async function updateRecord (request) {
-      const record = await records.update(idOf(request.params), request.body)
-      if (!record) throw new RecordNotFound(name, idOf(request.params))
+    }, async function updateRecord (request, reply) {
+      const id = idOf(request.params)
+      const versions = expectedVersions(request, requireIfMatch, `${name} ${id}`)
+      const record = await records.update(id, request.body, undefined, versions)
+      if (!record) throw await refusal(versions, () => records.get(id), new RecordNotFound(name, id), `${name} ${id}`)
+      reply.header('etag', etagOf(record.version))
       return record
     })
   }
 
   if (routes.delete) {
     app.delete(item, { schema: schemas.delete, onRequest: guards.write }, async function deleteRecord (request, reply) {
-      if (!await records.delete(idOf(request.params))) throw new RecordNotFound(name, idOf(request.params))
+      const id = idOf(request.params)
+      const versions = expectedVersions(request, requireIfMatch, `${name} ${id}`)
+      if (!await records.delete(id, undefined, versions)) throw await refusal(versions, () => records.get(id), new RecordNotFound(name, id), `${name} ${id}`)
       return reply.code(204).send(null)
     })
   }

@@ -1,4 +1,5 @@
 import { Type, type TInteger, type TObject, type TSchema } from '@sinclair/typebox'
+import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
 import { OPERATORS, type FilterOp } from '../../db/field-lists.js'
 import { Id, PG_INT_MAX, TEXT_PATTERN, ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
@@ -108,25 +109,29 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
     }, read),
     create: operation('create', `Create a row of ${name}`, {
       body,
-      response: { 201: ref(record), ...problemResponses(400, 422, 503) }
+      response: { 201: withEtag(ref(record)), ...problemResponses(400, 422, 503) }
     }, write),
     get: operation('get', `Read one row of ${name}`, {
       params,
-      response: { 200: ref(record), ...problemResponses(missing, 422, 503) }
+      headers: ConditionalRead.headers,
+      response: { 200: withEtag(ref(record)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
     }, read),
     replace: operation('replace', `Replace one row of ${name}: a field left out takes its default, or no value`, {
       params,
       body: Type.Object(body.properties, { additionalProperties: false, title: `${pascalName(name)}Replace` }),
-      response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
     }, write),
     update: operation('update', `Change the fields sent, and only those, of one row of ${name}`, {
       params,
       body: patchBodySchema(name, fields),
-      response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
     }, write),
     delete: operation('delete', `Delete one row of ${name}`, {
       params,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 412, 422, 428, 503) }
     }, write)
   }
 }

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { createRepository } from '../../db/crud.js'
+import { createRepository, type Versioned } from '../../db/crud.js'
 import { InvalidCursorError, createFieldLister } from '../../db/field-lists.js'
 import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
 import { rowJson } from '../../db/row-json.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
+import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
 import { addSchemas } from '../../schemas/common.js'
 import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
 import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-query.js'
@@ -28,7 +29,7 @@ function nextLink (request: FastifyRequest, cursor: string): string {
 
 /** The routes of a resource defined by its fields: CRUD with replace and partial update, and lists that filter and sort. */
 export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
-  const { name, routes, maxLimit, owner, fields = [] } = opts
+  const { name, routes, maxLimit, owner, requireIfMatch, fields = [] } = opts
   if (owner && typeof app.authenticate !== 'function') {
     throw new InvalidResourceOptions(`"${name}": owner mode needs app.authenticate; register authPlugin, awaited, before this plugin`)
   }
@@ -54,7 +55,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   }
 
   /** The row, or a 404 when it is missing or someone else's: an owner's rows are invisible to others, never forbidden. */
-  async function find (request: FastifyRequest): Promise<Row> {
+  async function find (request: FastifyRequest): Promise<Versioned<Row>> {
     const id = idOf(request)
     const row = await rows.get(id)
     const me = ownerOf(request)
@@ -62,12 +63,22 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
     return row
   }
 
-  async function write (request: FastifyRequest, values: Record<string, unknown>) {
+  /** The row's versions If-Match allows; for an owner's row, only once the row is known to be theirs. */
+  async function preconditions (request: FastifyRequest) {
     // The owner never changes, so checking it before the write cannot race.
     if (owner) await find(request)
-    const row = await rows.update(idOf(request), values as never)
-    if (row === null) throw new RecordNotFound(name, idOf(request))
-    return row.json
+    return expectedVersions(request, requireIfMatch, `${name} ${idOf(request)}`)
+  }
+
+  /** Why a write under `versions` found nothing to write. */
+  const refused = (request: FastifyRequest, versions?: string[]) =>
+    refusal(versions, () => rows.get(idOf(request)), new RecordNotFound(name, idOf(request)), `${name} ${idOf(request)}`)
+
+  async function write (request: FastifyRequest, reply: FastifyReply, values: Record<string, unknown>) {
+    const versions = await preconditions(request)
+    const row = await rows.update(idOf(request), values as never, undefined, versions)
+    if (row === null) throw await refused(request, versions)
+    return sendJson(reply.header('etag', etagOf(row.version)), row.json)
   }
 
   addSchemas(app, [schemas.record])
@@ -102,13 +113,15 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
         if (request.account === null) throw notAuthenticated()
         values.owner_id = request.account.id
       }
-      return sendJson(reply.code(201), (await rows.create(values as never)).json)
+      const row = await rows.create(values as never)
+      return sendJson(reply.code(201).header('etag', etagOf(row.version)), row.json)
     })
   }
 
   if (routes.get) {
     app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRow (request, reply) {
-      return sendJson(reply, (await find(request)).json)
+      const row = await find(request)
+      return notModified(request, reply, row.version) ? reply : sendJson(reply, row.json)
     })
   }
 
@@ -116,17 +129,17 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
     app.put(item, { schema: schemas.replace, onRequest: guards.write }, async function replaceRow (request, reply) {
       const body = request.body as Record<string, unknown>
       // A full replace: a field left out (its default, if any, is already in the body) has no value.
-      return sendJson(reply, await write(request, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null]))))
+      return write(request, reply, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null])))
     })
     app.patch(item, { schema: schemas.update, onRequest: guards.write }, async function updateRow (request, reply) {
-      return sendJson(reply, await write(request, request.body as Record<string, unknown>))
+      return write(request, reply, request.body as Record<string, unknown>)
     })
   }
 
   if (routes.delete) {
     app.delete(item, { schema: schemas.delete, onRequest: guards.write }, async function deleteRow (request, reply: FastifyReply) {
-      if (owner) await find(request)
-      if (!await rows.delete(idOf(request))) throw new RecordNotFound(name, idOf(request))
+      const versions = await preconditions(request)
+      if (!await rows.delete(idOf(request), undefined, versions)) throw await refused(request, versions)
       return reply.code(204).send(null)
     })
   }

@@ -1,4 +1,5 @@
 import { Type, type TInteger, type TObject } from '@sinclair/typebox'
+import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
 import { Id, ref } from '../../schemas/common.js'
 import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
@@ -34,20 +35,23 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: Resol
     }, guards.read),
     create: operation('create', `Create a record in ${name}`, {
       body: RecordCreateSchema,
-      response: { 201: ref(record), ...problemResponses(400, 422, 503) }
+      response: { 201: withEtag(ref(record)), ...problemResponses(400, 422, 503) }
     }, guards.write),
     get: operation('get', `Read one record of ${name}`, {
       params,
-      response: { 200: ref(record), ...problemResponses(missing, 422, 503) }
+      headers: ConditionalRead.headers,
+      response: { 200: withEtag(ref(record)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
     }, guards.read),
     update: operation('update', `Change the fields sent, and only those, of one record of ${name}`, {
       params,
       body: RecordUpdateSchema,
-      response: { 200: ref(record), ...problemResponses(400, missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
     }, guards.write),
     delete: operation('delete', `Delete one record of ${name}`, {
       params,
-      response: { 204: deleted, ...problemResponses(missing, 422, 503) }
+      headers: ConditionalWrite.headers,
+      response: { 204: deleted, ...problemResponses(missing, 412, 422, 428, 503) }
     }, guards.write)
   }
 }

@@ -64,13 +64,14 @@ t.test('no resource may use a table of the service, whatever its name', async (t
   t.equal(resolveResourceOptions({ name: 'users', table: 'people' }).table, 'people', 'the name alone is free; the table is what must not collide')
 })
 
-t.test('defaults: every route, a page of 100 up to 1000, the table named after the resource and created', async (t) => {
+t.test('defaults: every route, a page of 100 up to 1000, the table named after the resource and created, If-Match optional', async (t) => {
   const { guards, ...options } = resolveResourceOptions({ name: 'records' })
   t.same(guards, {})
   t.same(options, {
     name: 'records',
     table: 'records',
     createTable: true,
+    requireIfMatch: false,
     routes: { list: true, create: true, get: true, update: true, delete: true },
     owner: false,
     indexes: [],
