@@ -111,6 +111,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       mailWindowSeconds: config.RATE_LIMIT_MAILS_WINDOW_SECONDS
     },
     requireVerified: config.REQUIRE_VERIFIED_EMAIL,
+    requireIfMatch: config.REQUIRE_IF_MATCH,
     resetTokenMinutes: config.RESET_TOKEN_EXPIRE_MINUTES,
     verifyTokenMinutes: config.VERIFY_TOKEN_EXPIRE_MINUTES,
     mail: {

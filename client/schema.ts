@@ -3177,7 +3177,10 @@ export interface operations {
     getMe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags the client holds: 304 with no body when one is current */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3186,11 +3189,20 @@ export interface operations {
             /** @description An account as the API shows it: never its password hash */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["User"];
                 };
+            };
+            /** @description Not modified: an ETag in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
@@ -3269,7 +3281,10 @@ export interface operations {
     deleteMe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3360,6 +3375,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than BODY_LIMIT */
             413: {
                 headers: {
@@ -3420,6 +3453,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -3461,7 +3512,10 @@ export interface operations {
     updateMe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3483,6 +3537,8 @@ export interface operations {
             /** @description An account as the API shows it: never its password hash */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3561,6 +3617,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than BODY_LIMIT */
             413: {
                 headers: {
@@ -3619,6 +3693,24 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */
@@ -3900,6 +3992,8 @@ export interface operations {
             /** @description An account as the API shows it: never its password hash */
             201: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4079,7 +4173,10 @@ export interface operations {
     getUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags the client holds: 304 with no body when one is current */
+                "if-none-match"?: string;
+            };
             path: {
                 user_id: number;
             };
@@ -4090,11 +4187,20 @@ export interface operations {
             /** @description An account as the API shows it: never its password hash */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["User"];
                 };
+            };
+            /** @description Not modified: an ETag in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
@@ -4215,7 +4321,10 @@ export interface operations {
     deleteUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path: {
                 user_id: number;
             };
@@ -4302,6 +4411,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -4324,6 +4451,24 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */
@@ -4367,7 +4512,10 @@ export interface operations {
     updateUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the write is based on: 412 when the row has changed since; 428 without it when the server sets REQUIRE_IF_MATCH */
+                "if-match"?: string;
+            };
             path: {
                 user_id: number;
             };
@@ -4394,6 +4542,8 @@ export interface operations {
             /** @description An account as the API shows it: never its password hash */
             200: {
                 headers: {
+                    /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4490,6 +4640,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Failed",
+                     *       "status": 412,
+                     *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
+                     *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than BODY_LIMIT */
             413: {
                 headers: {
@@ -4548,6 +4716,24 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Precondition Required",
+                     *       "status": 428,
+                     *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
+                     *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */

@@ -1,5 +1,6 @@
-import { and, count, desc, eq, exists, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { and, count, desc, eq, exists, getTableColumns, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { batched } from './batch.js'
+import { versionOf, type Versioned } from './crud.js'
 import type { Database } from './client.js'
 import { loginFailures, refreshTokens, sessions, users } from './schema.js'
 import type { UserRow } from './users.js'
@@ -226,7 +227,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
 export type SessionRepository = ReturnType<typeof createSessionRepository>
 
-export interface SessionUser { user: UserRow, live: boolean }
+export interface SessionUser { user: Versioned<UserRow>, live: boolean }
 
 /**
  * The guard's lookup: the user and the session's state in one statement, shared by every guard of
@@ -235,13 +236,14 @@ export interface SessionUser { user: UserRow, live: boolean }
  */
 export function createSessionLookup (db: Database) {
   const live = sql<boolean>`${sessions.id} is not null`.as('live')
+  const user = { ...getTableColumns(users), version: versionOf(users) }
   const keys = sql`unnest(${sql.placeholder('ids')}::int[], ${sql.placeholder('sids')}::uuid[]) as k(id, sid)`
-  const many = db.select({ sid: sql<string>`k.sid`.as('sid'), live, user: users })
+  const many = db.select({ sid: sql<string>`k.sid`.as('sid'), live, user })
     .from(keys)
     .innerJoin(users, sql`${users.id} = k.id`)
     .leftJoin(sessions, sql`${sessions.id} = k.sid and ${sessions.user_id} = k.id and ${sessions.ended_at} is null`)
     .prepare('sessions_lookup')
-  const one = db.select({ live, user: users })
+  const one = db.select({ live, user })
     .from(users)
     .leftJoin(sessions, sql`${sessions.id} = ${sql.placeholder('sid')}::uuid and ${sessions.user_id} = ${users.id} and ${sessions.ended_at} is null`)
     .where(eq(users.id, sql.placeholder('id')))

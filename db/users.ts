@@ -1,6 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
-import { createRepository } from './crud.js'
+import { createRepository, type Versioned } from './crud.js'
 import { sqlState } from './errors.js'
 import { users } from './schema.js'
 
@@ -37,10 +37,10 @@ export function createUserRepository (db: Database) {
     create (values: NewUserRow, tx?: Database) {
       return unlessEmailTaken((on) => repo.create({ ...values, email: values.email.toLowerCase() }, on), tx)
     },
-    /** `null` when no such user; `'email_taken'` when the new email belongs to someone else. */
-    async update (id: number, values: Partial<NewUserRow>, tx?: Database): Promise<UserRow | null | 'email_taken'> {
+    /** `null` when no such user (or, given `versions`, not in one of them); `'email_taken'` when the new email belongs to someone else. */
+    async update (id: number, values: Partial<NewUserRow>, tx?: Database, versions?: string[]): Promise<Versioned<UserRow> | null | 'email_taken'> {
       const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
-      const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, on) }), tx)
+      const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, on, versions) }), tx)
       return result === null ? 'email_taken' : result.row
     },
     /**
@@ -55,12 +55,9 @@ export function createUserRepository (db: Database) {
         return write(tx)
       })
     },
-    /** Deletes the account unless it is the last active superuser. */
-    async deleteAccount (id: number): Promise<'deleted' | 'not_found' | 'last_superuser'> {
-      return this.unlessLastSuperuser(id, async (tx) => {
-        const deleted = await tx.delete(users).where(eq(users.id, id)).returning({ id: users.id })
-        return deleted.length > 0 ? 'deleted' : 'not_found'
-      })
+    /** Deletes the account unless it is the last active superuser; given `versions`, only in one of them. */
+    async deleteAccount (id: number, versions?: string[]): Promise<'deleted' | 'not_found' | 'last_superuser'> {
+      return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, tx, versions) ? 'deleted' : 'not_found')
     },
     /** Creates the account unless the email exists; an existing account is never changed. */
     async createIfAbsent (values: NewUserRow): Promise<{ created: boolean, user: UserRow }> {

@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
  */
 
 const PreconditionFailed = createError('PRECONDITION_FAILED', '%s has changed since the ETag sent in If-Match; read it again for its current ETag', 412)
+export const preconditionFailed = (what: string) => new PreconditionFailed(what)
 const PreconditionRequired = createError('PRECONDITION_REQUIRED', 'This write needs If-Match with the ETag of %s, from its last read or write', 428)
 
 /** The plugin option, REQUIRE_IF_MATCH in the server. */
@@ -60,5 +61,5 @@ export function expectedVersions (request: FastifyRequest, required: boolean, wh
  * 404), or it is there with another version (412).
  */
 export async function refusal (versions: string[] | undefined, exists: () => Promise<unknown>, missing: Error, what: string): Promise<Error> {
-  return versions !== undefined && await exists() ? new PreconditionFailed(what) : missing
+  return versions !== undefined && await exists() ? preconditionFailed(what) : missing
 }

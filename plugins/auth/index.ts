@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Versioned } from '../../db/crud.js'
 import { createSessionLookup } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../errors.js'
@@ -27,7 +28,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     /** The account behind the verified access token, loaded fresh on every request. */
-    account: UserRow
+    account: Versioned<UserRow>
     /** The claims of the verified access token. */
     tokenClaims: TokenClaims | null
   }
@@ -68,7 +69,7 @@ async function authPlugin (app: App, opts: AuthOptions) {
   const sessionUsers = createSessionLookup(app.plinthDb.db)
 
   /** The token's account, read fresh; with the session check, in the same statement as its session's state. */
-  async function accountOf (claims: TokenClaims): Promise<UserRow | null> {
+  async function accountOf (claims: TokenClaims): Promise<Versioned<UserRow> | null> {
     if (!sessionCheck) return users.get(subjectId(claims))
     if (claims.sid === undefined) throw invalidToken('the token names no session; log in again')
     const found = await sessionUsers(subjectId(claims), claims.sid)
@@ -92,7 +93,7 @@ async function authPlugin (app: App, opts: AuthOptions) {
   }
 
   app.decorate('plinthTokens', tokens)
-  app.decorateRequest('account', null as unknown as UserRow)
+  app.decorateRequest('account', null as unknown as Versioned<UserRow>)
   app.decorateRequest('tokenClaims', null)
   app.decorate('authenticate', guard(authenticate))
   app.decorate('requireSuperuser', guard(async function requireSuperuser (request) {

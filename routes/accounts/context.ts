@@ -20,6 +20,7 @@ export interface AccountsContext {
   defaultLimit: number
   maxLimit: number
   requireVerified: boolean
+  requireIfMatch: boolean
   now: () => Date
 }
 

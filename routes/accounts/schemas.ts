@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http'
+import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
 import { Type } from '@sinclair/typebox'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
@@ -194,7 +195,8 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       summary: 'The current user',
       tags: userTags,
       security,
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403) }
+      headers: ConditionalRead.headers,
+      response: { 200: withEtag(ref(UserSchema)), ...ConditionalRead.notModified, ...problemResponses(401, 403) }
     },
     updateMe: {
       operationId: 'updateMe',
@@ -202,7 +204,8 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       body: MeUpdateSchema(passwordMinLength),
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403, 409, 422) }
+      headers: ConditionalWrite.headers,
+      response: { 200: withEtag(ref(UserSchema)), ...problemResponses(401, 403, 409, 412, 422, 428) }
     },
     deleteMe: {
       operationId: 'deleteMe',
@@ -212,9 +215,10 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       body: MeDeleteSchema,
+      headers: ConditionalWrite.headers,
       response: {
         204: Type.Null({ description: 'Deleted' }),
-        ...problemResponses(401, 403, lastSuperuser, 422)
+        ...problemResponses(401, 403, lastSuperuser, 412, 422, 428)
       }
     },
     getMyScopes: {
@@ -239,7 +243,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       body: UserCreateSchema(passwordMinLength),
-      response: { 201: ref(UserSchema), ...problemResponses(401, 403, 409, 422) }
+      response: { 201: withEtag(ref(UserSchema)), ...problemResponses(401, 403, 409, 422) }
     },
     getUser: {
       operationId: 'getUser',
@@ -247,7 +251,8 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       params: UserIdParams,
-      response: { 200: ref(UserSchema), ...problemResponses(401, 403, missing, 422) }
+      headers: ConditionalRead.headers,
+      response: { 200: withEtag(ref(UserSchema)), ...ConditionalRead.notModified, ...problemResponses(401, 403, missing, 422) }
     },
     updateUser: {
       operationId: 'updateUser',
@@ -257,10 +262,11 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       params: UserIdParams,
       description: 'The last active superuser cannot be demoted or deactivated (409 ACCOUNT_LAST_SUPERUSER).',
       body: UserAdminUpdateSchema(passwordMinLength),
+      headers: ConditionalWrite.headers,
       response: {
-        200: ref(UserSchema),
+        200: withEtag(ref(UserSchema)),
         ...problemResponses(401, 403, missing, [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered',
-          'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the change would leave no active superuser (ACCOUNT_LAST_SUPERUSER)'], 422)
+          'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the change would leave no active superuser (ACCOUNT_LAST_SUPERUSER)'], 412, 422, 428)
       }
     },
     deleteUser: {
@@ -270,9 +276,10 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       params: UserIdParams,
+      headers: ConditionalWrite.headers,
       response: {
         204: Type.Null({ description: 'Deleted' }),
-        ...problemResponses(401, 403, missing, lastSuperuser, 422)
+        ...problemResponses(401, 403, missing, lastSuperuser, 412, 422, 428)
       }
     }
   }

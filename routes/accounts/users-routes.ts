@@ -1,7 +1,9 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Versioned } from '../../db/crud.js'
 import type { NewUserRow, UserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
+import { etagOf, expectedVersions, notModified, preconditionFailed, refusal } from '../../plugins/conditional.js'
 import type { App } from '../../plugins/validation.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
@@ -18,7 +20,10 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
    * password or a deactivation ends every session; a new email is unverified (unless the change
    * says otherwise) and gets a link to verify it.
    */
-  async function change (request: FastifyRequest, current: UserRow, values: Change) {
+  async function change (request: FastifyRequest, reply: FastifyReply, current: Versioned<UserRow>, values: Change) {
+    const what = `user ${current.id}`
+    const versions = expectedVersions(request, ctx.requireIfMatch, what)
+    if (versions && !versions.includes(current.version)) throw preconditionFailed(what)
     const { password, ...rest } = values
     const moved = rest.email !== undefined && rest.email.toLowerCase() !== current.email
     const unverify = moved && rest.is_verified === undefined
@@ -29,38 +34,43 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     }
     const demotes = values.is_superuser === false || values.is_active === false
     const updated = demotes
-      ? await users.unlessLastSuperuser(current.id, (tx) => users.update(current.id, change, tx))
-      : await users.update(current.id, change)
+      ? await users.unlessLastSuperuser(current.id, (tx) => users.update(current.id, change, tx, versions))
+      : await users.update(current.id, change, undefined, versions)
     if (updated === 'last_superuser') throw new LastSuperuser()
     if (updated === 'email_taken') throw new EmailTaken(String(values.email).toLowerCase())
-    if (!updated) throw new UserNotFound(current.id)
+    if (!updated) throw await refusal(versions, () => users.get(current.id), new UserNotFound(current.id), what)
     if (password || values.is_active === false) await sessions.revokeAll(current.id)
     if (unverify) await mail.verify(request, updated)
+    reply.header('etag', etagOf(updated.version))
     return toPublic(updated)
   }
 
-  async function remove (id: number) {
-    const outcome = await users.deleteAccount(id)
-    if (outcome === 'not_found') throw new UserNotFound(id)
+  /** Deletes the account, only in a version If-Match allows (when it names any); `current` is its last read. */
+  async function remove (request: FastifyRequest, id: number, current?: Versioned<UserRow>) {
+    const what = `user ${id}`
+    const versions = expectedVersions(request, ctx.requireIfMatch, what)
+    if (versions && current && !versions.includes(current.version)) throw preconditionFailed(what)
+    const outcome = await users.deleteAccount(id, versions)
+    if (outcome === 'not_found') throw await refusal(versions, () => users.get(id), new UserNotFound(id), what)
     if (outcome === 'last_superuser') throw new LastSuperuser()
   }
 
   app.get('/users/me', {
     onRequest: app.authenticate,
     schema: schemas.getMe
-  }, async function getMe (request) {
-    return toPublic(request.account)
+  }, async function getMe (request, reply) {
+    return notModified(request, reply, request.account.version) ? reply : toPublic(request.account)
   })
 
   app.patch('/users/me', {
     onRequest: app.authenticate,
     schema: schemas.updateMe
-  }, async function updateMe (request) {
+  }, async function updateMe (request, reply) {
     const { email, password, current_password: current } = request.body
     if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '')) {
       throw new WrongCurrentPassword()
     }
-    return change(request, request.account, { email, password })
+    return change(request, reply, request.account, { email, password })
   })
 
   app.delete('/users/me', {
@@ -68,7 +78,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     schema: schemas.deleteMe
   }, async function deleteMe (request, reply) {
     if (!await verifyPassword(request.account.hashed_password, request.body.current_password)) throw new WrongCurrentPassword()
-    await remove(request.account.id)
+    await remove(request, request.account.id, request.account)
     request.log.info({ userId: request.account.id }, 'account deleted by its owner')
     return reply.code(204).send(null)
   })
@@ -98,33 +108,33 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password) })
     if (!user) throw new EmailTaken(rest.email.toLowerCase())
     if (!user.is_verified) await mail.verify(request, user)
-    return reply.code(201).send(toPublic(user))
+    return reply.code(201).header('etag', etagOf(user.version)).send(toPublic(user))
   })
 
   app.get('/users/:user_id', {
     onRequest: app.requireSuperuser,
     schema: schemas.getUser
-  }, async function getUser (request) {
+  }, async function getUser (request, reply) {
     const user = await users.get(request.params.user_id)
     if (!user) throw new UserNotFound(request.params.user_id)
-    return toPublic(user)
+    return notModified(request, reply, user.version) ? reply : toPublic(user)
   })
 
   app.patch('/users/:user_id', {
     onRequest: app.requireSuperuser,
     schema: schemas.updateUser
-  }, async function updateUser (request) {
+  }, async function updateUser (request, reply) {
     const { scopes, ...rest } = request.body
     const current = await users.get(request.params.user_id)
     if (!current) throw new UserNotFound(request.params.user_id)
-    return change(request, current, { ...rest, scopes: scopes && scopeText(scopes) })
+    return change(request, reply, current, { ...rest, scopes: scopes && scopeText(scopes) })
   })
 
   app.delete('/users/:user_id', {
     onRequest: app.requireSuperuser,
     schema: schemas.deleteUser
   }, async function deleteUser (request, reply) {
-    await remove(request.params.user_id)
+    await remove(request, request.params.user_id)
     return reply.code(204).send(null)
   })
 }
