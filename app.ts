@@ -91,6 +91,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     defaultLimit: config.DEFAULT_PAGE_LIMIT,
     maxLimit: config.MAX_PAGE_LIMIT,
     requireIfMatch: config.REQUIRE_IF_MATCH,
+    idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
     ...(config.CATALOG_WRITE_SCOPE ? { guards: { write: app.requireScopes(config.CATALOG_WRITE_SCOPE) } } : {})
   })
   const smtp = config.SMTP_URL === undefined ? undefined : smtpSender(config.SMTP_URL, config.MAIL_TIMEOUT_SECONDS * 1000)
@@ -131,11 +132,11 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       : undefined
   })
   for (const name of new Set(config.RESOURCES)) {
-    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH })
+    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH, idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS })
   }
   for (const definition of fileResources) {
     await app.register(resources, {
-      prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH
+      prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH, idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS
     })
   }
 

@@ -51,6 +51,7 @@ export const ConfigSchema = Type.Object({
   VERIFY_TOKEN_EXPIRE_MINUTES: Int(1, 1440, 43200),
   REQUIRE_VERIFIED_EMAIL: Type.Boolean({ default: false }),
   REQUIRE_IF_MATCH: Type.Boolean({ default: false }),
+  IDEMPOTENCY_TTL_HOURS: Int(1, 24, 8760),
   ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
   REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
   FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),

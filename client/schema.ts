@@ -975,7 +975,10 @@ export interface operations {
     createItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, such as a UUID, naming this request: sent again with the same body, it gets the first answer (with Idempotent-Replayed: true) and creates nothing; with another body it is 422. Kept IDEMPOTENCY_TTL_HOURS, per user or client address */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -999,6 +1002,8 @@ export interface operations {
                 headers: {
                     /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
                     etag?: string;
+                    /** @description The URL of the new row */
+                    location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1018,6 +1023,24 @@ export interface operations {
                      *       "status": 400,
                      *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
                      *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request first sent with the Idempotency-Key \"7c4a\" is still in progress; retry once it is answered",
+                     *       "code": "IDEMPOTENCY_KEY_IN_FLIGHT"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -1583,7 +1606,10 @@ export interface operations {
     register: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, such as a UUID, naming this request: sent again with the same body, it gets the first answer (with Idempotent-Replayed: true) and creates nothing; with another body it is 422. Kept IDEMPOTENCY_TTL_HOURS, per user or client address */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1628,7 +1654,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The email is already registered */
+            /** @description The email is already registered (ACCOUNT_EMAIL_TAKEN), or the request first sent with this Idempotency-Key is still in progress (IDEMPOTENCY_KEY_IN_FLIGHT) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3967,7 +3993,10 @@ export interface operations {
     createUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, such as a UUID, naming this request: sent again with the same body, it gets the first answer (with Idempotent-Replayed: true) and creates nothing; with another body it is 422. Kept IDEMPOTENCY_TTL_HOURS, per user or client address */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3994,6 +4023,8 @@ export interface operations {
                 headers: {
                     /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
                     etag?: string;
+                    /** @description The URL of the new row */
+                    location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4054,7 +4085,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The email is already registered */
+            /** @description The email is already registered (ACCOUNT_EMAIL_TAKEN), or the request first sent with this Idempotency-Key is still in progress (IDEMPOTENCY_KEY_IN_FLIGHT) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5491,7 +5522,10 @@ export interface operations {
     createRecords: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, such as a UUID, naming this request: sent again with the same body, it gets the first answer (with Idempotent-Replayed: true) and creates nothing; with another body it is 422. Kept IDEMPOTENCY_TTL_HOURS, per user or client address */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5511,6 +5545,8 @@ export interface operations {
                 headers: {
                     /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
                     etag?: string;
+                    /** @description The URL of the new row */
+                    location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5530,6 +5566,24 @@ export interface operations {
                      *       "status": 400,
                      *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
                      *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request first sent with the Idempotency-Key \"7c4a\" is still in progress; retry once it is answered",
+                     *       "code": "IDEMPOTENCY_KEY_IN_FLIGHT"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

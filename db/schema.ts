@@ -85,6 +85,24 @@ export const rateLimits = pgTable('rate_limits', {
   index('rate_limits_reset_at_idx').on(table.reset_at)
 ])
 
+/**
+ * The first answer to each Idempotency-Key, per user or client address: `status` is null while
+ * the request is in flight; a replay sends `status`, `headers` and `body` again.
+ */
+export const idempotencyKeys = pgTable('idempotency_keys', {
+  scope: text('scope').notNull(),
+  key: text('key').notNull(),
+  fingerprint: text('fingerprint').notNull(),
+  status: integer('status'),
+  headers: jsonb('headers').$type<Record<string, string>>(),
+  body: text('body'),
+  created_at: createdAt(),
+  expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull()
+}, (table) => [
+  primaryKey({ columns: [table.scope, table.key] }),
+  index('idempotency_keys_expires_at_idx').on(table.expires_at)
+])
+
 export const items = pgTable('items', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   name: varchar('name', { length: 128 }).notNull(),

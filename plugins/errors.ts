@@ -30,7 +30,7 @@ const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCas
  */
 export function inputError (code: string) {
   const InvalidInput = createError(code, '/%s%s %s', 422)
-  return (context: 'params' | 'querystring' | 'body', path: string, message: string): FastifyError =>
+  return (context: 'params' | 'querystring' | 'body' | 'headers', path: string, message: string): FastifyError =>
     Object.assign(new InvalidInput(context, path, message), {
       validationContext: context,
       validation: [{ keyword: 'input', instancePath: path, schemaPath: '#', params: {}, message }]

@@ -13,6 +13,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     VERIFY_TOKEN_EXPIRE_MINUTES: 1440,
     REQUIRE_VERIFIED_EMAIL: false,
     REQUIRE_IF_MATCH: false,
+    IDEMPOTENCY_TTL_HOURS: 24,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],

@@ -58,7 +58,8 @@ export function authRoutes (app: App, ctx: AccountsContext) {
 
   app.post('/auth/register', {
     schema: schemas.register,
-    config: limit(limits.register, windowSeconds)
+    config: limit(limits.register, windowSeconds),
+    ...ctx.idempotent
   }, async function register (request, reply) {
     const { email, password } = request.body
     const user = await users.create({ email, hashed_password: await hashPassword(password) })

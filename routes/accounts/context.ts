@@ -3,6 +3,7 @@ import type { AccountTokenRepository } from '../../db/account-tokens.js'
 import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
+import type { idempotentCreates } from '../../plugins/idempotency.js'
 import type { AccountMail } from './account-mail.js'
 import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
@@ -21,6 +22,8 @@ export interface AccountsContext {
   maxLimit: number
   requireVerified: boolean
   requireIfMatch: boolean
+  /** The route hooks of Idempotency-Key, on the routes that create an account. */
+  idempotent: ReturnType<typeof idempotentCreates>
   now: () => Date
 }
 

@@ -25,6 +25,7 @@ import { registerRateLimits } from './rate-limits.js'
 import { recoveryRoutes } from './recovery-routes.js'
 import { sessionsRoutes } from './sessions-routes.js'
 import { usersRoutes } from './users-routes.js'
+import { idempotentCreates } from '../../plugins/idempotency.js'
 
 export const NO_MAIL_WARNING = 'no mail server (SMTP_URL, or the sendMail option): account mails are written to the log instead of sent'
 
@@ -49,7 +50,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     sessions,
     tokens,
     mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl }),
-    schemas: accountsSchemas(options)
+    schemas: accountsSchemas(options),
+    idempotent: idempotentCreates(db, options.idempotencyTtlHours)
   }
 
   app.setValidatorCompiler(validatorCompiler)

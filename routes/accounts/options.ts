@@ -4,6 +4,7 @@ import { TEMPLATE_NAMES, withOverrides } from '../../mail/templates.js'
 import { PageLimitOptions, pageLimits, readOptions, shown } from '../../plugins/options.js'
 import { InvalidAccountsOptions } from './errors.js'
 import { ConditionalOptions } from '../../plugins/conditional.js'
+import { IdempotencyOptions } from '../../plugins/idempotency.js'
 
 const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback, errorMessage: `must be an integer of at least ${min}` })
 
@@ -39,6 +40,7 @@ export const AccountsOptionsSchema = Type.Object({
   /** Login refuses accounts whose email is not verified (and mails them a link). */
   requireVerified: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
   ...ConditionalOptions,
+  ...IdempotencyOptions,
   resetTokenMinutes: Count(1, 30),
   verifyTokenMinutes: Count(1, 1440),
   mail: Type.Object({

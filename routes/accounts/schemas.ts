@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http'
-import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
+import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
+import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { Type } from '@sinclair/typebox'
 import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
@@ -35,6 +36,9 @@ const lastSuperuser: ProblemExample = [409, 'ACCOUNT_LAST_SUPERUSER',
 const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found']
 
 /** The route schemas of the accounts profile; password and page limits come from its options. */
+const emailTakenOrInFlight: ProblemExample = [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered',
+  'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the request first sent with this Idempotency-Key is still in progress (IDEMPOTENCY_KEY_IN_FLIGHT)']
+
 export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, rateLimits }: {
   passwordMinLength: number, defaultLimit: number, maxLimit: number, rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke' | 'passwordReset' | 'verify', number>
 }) {
@@ -49,7 +53,8 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: authTags,
       description: 'The new account is unverified; a link to verify its email is mailed to it.',
       body: RegisterSchema(passwordMinLength),
-      response: { 201: ref(UserSchema), ...problemResponses(409, 422, ...limited('register', 'register')) }
+      headers: IdempotentCreate.headers,
+      response: { 201: ref(UserSchema), ...problemResponses(emailTakenOrInFlight, 422, ...limited('register', 'register')) }
     },
     forgotPassword: {
       operationId: 'forgotPassword',
@@ -243,7 +248,8 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       tags: userTags,
       security,
       body: UserCreateSchema(passwordMinLength),
-      response: { 201: withEtag(ref(UserSchema)), ...problemResponses(401, 403, 409, 422) }
+      headers: IdempotentCreate.headers,
+      response: { 201: created(ref(UserSchema)), ...problemResponses(401, 403, emailTakenOrInFlight, 422) }
     },
     getUser: {
       operationId: 'getUser',

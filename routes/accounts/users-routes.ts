@@ -4,6 +4,7 @@ import type { NewUserRow, UserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
 import { etagOf, expectedVersions, notModified, preconditionFailed, refusal } from '../../plugins/conditional.js'
+import { locationOf } from '../../plugins/idempotency.js'
 import type { App } from '../../plugins/validation.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
@@ -102,13 +103,14 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
 
   app.post('/users', {
     onRequest: app.requireSuperuser,
-    schema: schemas.createUser
+    schema: schemas.createUser,
+    ...ctx.idempotent
   }, async function createUser (request, reply) {
     const { password, scopes, ...rest } = request.body
     const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password) })
     if (!user) throw new EmailTaken(rest.email.toLowerCase())
     if (!user.is_verified) await mail.verify(request, user)
-    return reply.code(201).header('etag', etagOf(user.version)).send(toPublic(user))
+    return reply.code(201).headers({ location: locationOf(request, user.id), etag: etagOf(user.version) }).send(toPublic(user))
   })
 
   app.get('/users/:user_id', {

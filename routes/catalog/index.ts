@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
 import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
 import { documentRoutes } from '../../plugins/docs.js'
+import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -15,9 +16,10 @@ import { catalogSchemas } from './schemas.js'
 
 /** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
-  const { defaultLimit, maxLimit, requireIfMatch, guards } = resolveCatalogOptions(opts)
+  const { defaultLimit, maxLimit, requireIfMatch, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards)
+  const idempotent = idempotentCreates(app.plinthDb.db, idempotencyTtlHours)
 
   app.setValidatorCompiler(validatorCompiler)
   // On its own in a host app, the catalog still answers errors as problem documents.
@@ -45,9 +47,9 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     return notModified(request, reply, item.version) ? reply : item
   })
 
-  app.post('/items', { schema: schemas.createItem, onRequest: guards.write }, async function createItem (request, reply) {
+  app.post('/items', { schema: schemas.createItem, onRequest: guards.write, ...idempotent }, async function createItem (request, reply) {
     const item = await items.create(request.body)
-    return reply.code(201).header('etag', etagOf(item.version)).send(item)
+    return reply.code(201).headers({ location: locationOf(request, item.id), etag: etagOf(item.version) }).send(item)
   })
 
   app.patch('/items/:item_id', {

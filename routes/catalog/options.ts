@@ -1,10 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { Guard } from '../../plugins/auth/index.js'
 import { ConditionalOptions } from '../../plugins/conditional.js'
+import { IdempotencyOptions } from '../../plugins/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
 import { InvalidCatalogOptions } from './errors.js'
 
-export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100), ...ConditionalOptions })
+export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100), ...ConditionalOptions, ...IdempotencyOptions })
 
 /** DEFAULT_PAGE_LIMIT and MAX_PAGE_LIMIT in the server: a page of 20 unless asked, at most 100. */
 export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
@@ -17,5 +18,5 @@ export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
 export function resolveCatalogOptions (opts: CatalogOptions = {}) {
   const options = readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions)
   const limits = pageLimits(options, 20, InvalidCatalogOptions)
-  return { ...limits, requireIfMatch: options.requireIfMatch, guards: readGuards(opts, InvalidCatalogOptions) }
+  return { ...limits, requireIfMatch: options.requireIfMatch, idempotencyTtlHours: options.idempotencyTtlHours, guards: readGuards(opts, InvalidCatalogOptions) }
 }

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
 import type { Guards } from '../../plugins/options.js'
-import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
+import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
+import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import {
@@ -46,7 +47,8 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       summary: 'Create an item',
       tags,
       body: ItemCreateSchema,
-      response: { 201: withEtag(ref(ItemSchema)), ...problemResponses(400, 422, 503) }
+      headers: IdempotentCreate.headers,
+      response: { 201: created(ref(ItemSchema)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
     }, write),
     updateItem: guarded({
       operationId: 'updateItem',

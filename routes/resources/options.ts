@@ -2,6 +2,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { BUILT_IN_TABLES } from '../../db/resources.js'
 import type { Guard } from '../../plugins/auth/index.js'
 import { ConditionalOptions } from '../../plugins/conditional.js'
+import { IdempotencyOptions } from '../../plugins/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
 import { readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
 import { InvalidResourceOptions } from './errors.js'
@@ -33,7 +34,8 @@ export const ResourceOptionsSchema = Type.Object({
   owner: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
   /** With fields: fields to index as (field, id), for filters and sorts on large tables. */
   indexes: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of field names' }),
-  ...ConditionalOptions
+  ...ConditionalOptions,
+  ...IdempotencyOptions
 })
 
 export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
@@ -71,7 +73,7 @@ function readResourceFields (name: string, fields: unknown, owner: boolean, inde
 }
 
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
-  const { name, table = name, createTable, routes = {}, owner, indexes, requireIfMatch, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
+  const { name, table = name, createTable, routes = {}, owner, indexes, requireIfMatch, idempotencyTtlHours, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
   }
@@ -86,6 +88,7 @@ export function resolveResourceOptions (opts: ResourceOptions): ResolvedResource
     indexes,
     createTable,
     requireIfMatch,
+    idempotencyTtlHours,
     routes: Object.fromEntries(ROUTE_NAMES.map((route) => [route, routes[route] !== false])) as Record<RouteName, boolean>,
     ...pageLimits(limits, 100, InvalidResourceOptions)
   }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createRepository } from '../../db/crud.js'
 import { ensureResourceTable } from '../../db/resources.js'
 import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
+import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { resourceTable } from '../../db/schema.js'
 import { addSchemas } from '../../schemas/common.js'
 import { RecordNotFound } from './errors.js'
@@ -10,7 +11,7 @@ import { resourceSchemas } from './schemas.js'
 
 /** The five routes of a resource of records (`title`, `description`), as SPEC.md 4.3 has them. */
 export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
-  const { name, routes, maxLimit, guards, requireIfMatch } = opts
+  const { name, routes, maxLimit, guards, requireIfMatch, idempotencyTtlHours } = opts
   const table = resourceTable(opts.table)
   if (opts.createTable) await ensureResourceTable(app.plinthDb.db, table)
   const records = createRepository(app.plinthDb.db, table)
@@ -32,9 +33,9 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
   }
 
   if (routes.create) {
-    app.post('/', { schema: schemas.create, onRequest: guards.write }, async function createRecord (request, reply) {
+    app.post('/', { schema: schemas.create, onRequest: guards.write, ...idempotentCreates(app.plinthDb.db, idempotencyTtlHours) }, async function createRecord (request, reply) {
       const record = await records.create(request.body)
-      return reply.code(201).header('etag', etagOf(record.version)).send(record)
+      return reply.code(201).headers({ location: locationOf(request, record.id), etag: etagOf(record.version) }).send(record)
     })
   }
 

@@ -1,5 +1,6 @@
 import { Type, type TInteger, type TObject, type TSchema } from '@sinclair/typebox'
-import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
+import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
+import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { OPERATORS, type FilterOp } from '../../db/field-lists.js'
 import { Id, PG_INT_MAX, TEXT_PATTERN, ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
@@ -109,7 +110,8 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
     }, read),
     create: operation('create', `Create a row of ${name}`, {
       body,
-      response: { 201: withEtag(ref(record)), ...problemResponses(400, 422, 503) }
+      headers: IdempotentCreate.headers,
+      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
     }, write),
     get: operation('get', `Read one row of ${name}`, {
       params,

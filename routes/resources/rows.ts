@@ -6,6 +6,7 @@ import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
 import { rowJson } from '../../db/row-json.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
+import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { addSchemas } from '../../schemas/common.js'
 import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
 import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-query.js'
@@ -29,7 +30,7 @@ function nextLink (request: FastifyRequest, cursor: string): string {
 
 /** The routes of a resource defined by its fields: CRUD with replace and partial update, and lists that filter and sort. */
 export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
-  const { name, routes, maxLimit, owner, requireIfMatch, fields = [] } = opts
+  const { name, routes, maxLimit, owner, requireIfMatch, idempotencyTtlHours, fields = [] } = opts
   if (owner && typeof app.authenticate !== 'function') {
     throw new InvalidResourceOptions(`"${name}": owner mode needs app.authenticate; register authPlugin, awaited, before this plugin`)
   }
@@ -107,14 +108,14 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   }
 
   if (routes.create) {
-    app.post('/', { schema: schemas.create, onRequest: guards.write }, async function createRow (request, reply) {
+    app.post('/', { schema: schemas.create, onRequest: guards.write, ...idempotentCreates(db, idempotencyTtlHours) }, async function createRow (request, reply) {
       const values: Record<string, unknown> = { ...request.body as object }
       if (owner) {
         if (request.account === null) throw notAuthenticated()
         values.owner_id = request.account.id
       }
       const row = await rows.create(values as never)
-      return sendJson(reply.code(201).header('etag', etagOf(row.version)), row.json)
+      return sendJson(reply.code(201).headers({ location: locationOf(request, row.id), etag: etagOf(row.version) }), row.json)
     })
   }
 

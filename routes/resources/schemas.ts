@@ -1,5 +1,6 @@
 import { Type, type TInteger, type TObject } from '@sinclair/typebox'
-import { ConditionalRead, ConditionalWrite, withEtag } from '../../schemas/conditional.js'
+import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
+import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { Id, ref } from '../../schemas/common.js'
 import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
@@ -35,7 +36,8 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: Resol
     }, guards.read),
     create: operation('create', `Create a record in ${name}`, {
       body: RecordCreateSchema,
-      response: { 201: withEtag(ref(record)), ...problemResponses(400, 422, 503) }
+      headers: IdempotentCreate.headers,
+      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
     }, guards.write),
     get: operation('get', `Read one record of ${name}`, {
       params,

@@ -50,6 +50,7 @@ t.test('the accounts plugin names the bad option, defaults the rest', async (t) 
     rateLimits: { windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60, passwordReset: 10, verify: 10, mailsPerEmail: 5, mailWindowSeconds: 3600 },
     requireVerified: false,
     requireIfMatch: false,
+    idempotencyTtlHours: 24,
     resetTokenMinutes: 30,
     verifyTokenMinutes: 1440
   }, 'the default page never exceeds the maximum')

@@ -83,6 +83,25 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
     t.equal(await meAt(a, tokens(rotated).access_token), 200, 'the issuer accepts the new access token')
   })
 
+  await t.test('one Idempotency-Key sent to both processes at once creates one item, which both then replay', async (t) => {
+    for (let round = 1; round <= 3; round++) {
+      const key = randomUUID()
+      const name = `idempotent ${key}`
+      const post = (base: string) => httpRequest(base, '/api/v1/items', { json: { name, price: round }, headers: { 'idempotency-key': key } })
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => post(i % 2 === 0 ? a : b)))
+      t.comment(`round ${round}: ${JSON.stringify(answers.map((answer) => `${answer.status}${answer.headers.get('idempotent-replayed') ? ' replayed' : ''}`))}`)
+      t.ok(answers.every((answer) => answer.status === 201 || answer.status === 409), `round ${round}: each a 201 or a 409 (in flight)`)
+      const first = answers.filter((answer) => answer.status === 201 && answer.headers.get('idempotent-replayed') === null)
+      t.equal(first.length, 1, `round ${round}: one first answer`)
+      t.equal((await httpRequest(a, `/api/v1/items?q=${encodeURIComponent(name)}`)).json.total, 1, `round ${round}: one item`)
+      for (const base of [a, b]) {
+        const replay = await post(base)
+        t.equal(replay.headers.get('idempotent-replayed'), 'true', `round ${round}: ${base === a ? 'one' : 'the other'} replays`)
+        t.equal(replay.text, first[0]!.text)
+      }
+    }
+  })
+
   await t.test('20 concurrent refreshes of one token across both processes: one new pair, 19 refusals', async (t) => {
     const pair = tokens(await loginAt(a, await account()))
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => refreshAt(i % 2 === 0 ? a : b, pair.refresh_token)))

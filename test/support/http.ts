@@ -12,6 +12,8 @@ export interface HttpRequestOptions {
   token?: string
   /** Aborts the request after this long; by default it waits as long as the test does. */
   timeoutMs?: number
+  /** Any other request headers. */
+  headers?: Record<string, string>
 }
 
 /** What the server answered: `json` is the body parsed, or undefined when it is not JSON. */
@@ -23,8 +25,8 @@ export interface HttpAnswer {
 }
 
 /** One request by fetch to `path` on the server listening at `base`, its body read to the end. */
-export async function httpRequest (base: string, path: string, { method, json, form, token, timeoutMs }: HttpRequestOptions = {}): Promise<HttpAnswer> {
-  const headers: Record<string, string> = {}
+export async function httpRequest (base: string, path: string, { method, json, form, token, timeoutMs, headers: extra }: HttpRequestOptions = {}): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { ...extra }
   let body: string | undefined
   if (token) headers.authorization = `Bearer ${token}`
   if (json !== undefined) {

@@ -72,6 +72,7 @@ t.test('defaults: every route, a page of 100 up to 1000, the table named after t
     table: 'records',
     createTable: true,
     requireIfMatch: false,
+    idempotencyTtlHours: 24,
     routes: { list: true, create: true, get: true, update: true, delete: true },
     owner: false,
     indexes: [],

@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto'
+import createError from '@fastify/error'
+import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify'
+import { createIdempotencyStore } from '../db/idempotency.js'
+import type { Database } from '../db/client.js'
+import { inputError } from './errors.js'
+
+/**
+ * Idempotency-Key on the routes that create, after the IETF httpapi draft: the first request
+ * with a key is answered as usual and its answer kept; the same key with the same request gets
+ * that answer again, without a second row.
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/
+ */
+
+const keyReused = () => inputError('VALIDATION_FAILED')('headers', '/idempotency-key', 'was first sent with another request; a key names one request, body included')
+const KeyInFlight = createError('IDEMPOTENCY_KEY_IN_FLIGHT', 'The request first sent with the Idempotency-Key "%s" is still in progress; retry once it is answered', 409)
+
+/** The plugin option, IDEMPOTENCY_TTL_HOURS in the server. */
+export const IdempotencyOptions = {
+  /** How long the answer to an Idempotency-Key is kept for replays. */
+  idempotencyTtlHours: Type.Integer({ minimum: 1, maximum: 8760, default: 24, errorMessage: 'must be a whole number of hours from 1 to 8760' })
+}
+
+/** The answer headers a replay repeats. */
+const KEPT_HEADERS = ['content-type', 'location', 'etag']
+
+/** The URL of the row a POST to this collection created. */
+export const locationOf = (request: FastifyRequest, id: number) => `${request.url.split('?')[0]!.replace(/\/$/, '')}/${id}`
+
+/** A key is per user, or per client address for a request without one. */
+const scopeOf = (request: FastifyRequest) => {
+  const account = (request as { account?: { id: number } | null }).account
+  return account ? `user:${account.id}` : `address:${request.ip}`
+}
+
+/** The route hooks of Idempotency-Key, for the create routes of one plugin. */
+export function idempotentCreates (db: Database, ttlHours: number) {
+  const store = createIdempotencyStore(db)
+  const ttlMs = ttlHours * 3_600_000
+  const claims = new WeakMap<FastifyRequest, { scope: string, key: string }>()
+
+  const preHandler: preHandlerAsyncHookHandler = async function idempotencyKey (request: FastifyRequest, reply: FastifyReply) {
+    const key = request.headers['idempotency-key']
+    if (typeof key !== 'string') return
+    const scope = scopeOf(request)
+    const fingerprint = createHash('sha256').update(`${request.method} ${request.url.split('?')[0]!}\n${JSON.stringify(request.body)}`).digest('base64url')
+    const claim = await store.claim(scope, key, fingerprint, ttlMs)
+    if (claim.claimed) {
+      claims.set(request, { scope, key })
+      return
+    }
+    const { held } = claim
+    if (held.status === null) throw Object.assign(new KeyInFlight(key), { headers: { 'retry-after': '1' } })
+    if (held.fingerprint !== fingerprint) throw keyReused()
+    return reply.code(held.status).headers({ ...held.headers, 'idempotent-replayed': 'true' }).send(held.body)
+  }
+
+  const onSend: onSendHookHandler = async function keepAnswer (request, reply, payload) {
+    const claim = claims.get(request)
+    if (!claim) return payload
+    claims.delete(request)
+    if (reply.statusCode < 200 || reply.statusCode > 299) {
+      await store.release(claim.scope, claim.key)
+      return payload
+    }
+    const headers = Object.fromEntries(KEPT_HEADERS.flatMap((name) => {
+      const value = reply.getHeader(name)
+      return value === undefined ? [] : [[name, String(value)]]
+    }))
+    await store.answer(claim.scope, claim.key, reply.statusCode, headers, String(payload))
+    return payload
+  }
+
+  return { preHandler, onSend }
+}

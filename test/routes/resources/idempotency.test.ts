@@ -1,0 +1,47 @@
+import { count } from 'drizzle-orm'
+import type { PgTable } from 'drizzle-orm/pg-core'
+import t from 'tap'
+import { API_PREFIX } from '../../../app.js'
+import { fieldTable } from '../../../db/field-table.js'
+import { resourceTable } from '../../../db/schema.js'
+import { newAccount } from '../../support/app.js'
+import { idempotencyTests, newKey } from '../../support/idempotency.js'
+import { buildResources } from '../../support/resources.js'
+import { TaskFields } from '../../support/tasks.js'
+
+const app = await buildResources(t, ['notes', { name: 'tasks', fields: TaskFields }, { name: 'owned', fields: TaskFields, owner: true }])
+const db = app.plinthDb.db
+const rowsOf = (table: PgTable) => async () => (await db.select({ n: count() }).from(table))[0]!.n
+let n = 0
+
+t.test('records', async (t) => {
+  idempotencyTests(t, app, { url: `${API_PREFIX}/notes/`, body: () => ({ title: `note ${++n}` }), rows: rowsOf(resourceTable('notes')) })
+})
+
+t.test('rows defined by fields', async (t) => {
+  idempotencyTests(t, app, { url: `${API_PREFIX}/tasks/`, body: () => ({ title: `task ${++n}` }), rows: rowsOf(fieldTable('tasks', [], {})) })
+})
+
+t.test('an owner\'s rows: a key is per user, whatever the address', async (t) => {
+  const [ada, bob] = [await newAccount(app), await newAccount(app)]
+  const owned = rowsOf(fieldTable('owned', [], { owner: true }))
+  idempotencyTests(t, app, { url: `${API_PREFIX}/owned/`, body: () => ({ title: `owned ${++n}` }), rows: owned, headers: ada.session.headers })
+  t.test('the same key from two users creates a row for each', async (t) => {
+    const key = newKey()
+    const before = await owned()
+    const answers = await Promise.all([ada, bob].map(({ session }) => app.inject({
+      method: 'POST', url: `${API_PREFIX}/owned/`, payload: { title: 'same' }, headers: { ...session.headers, 'idempotency-key': key }
+    })))
+    t.same(answers.map((res) => res.statusCode), [201, 201])
+    t.same(answers.map((res) => res.headers['idempotent-replayed']), [undefined, undefined])
+    t.equal(await owned(), before + 2)
+  })
+})
+
+t.test('a created row has its URL in Location', async (t) => {
+  for (const name of ['notes', 'tasks']) {
+    const res = await app.inject({ method: 'POST', url: `${API_PREFIX}/${name}/`, payload: { title: 'located' } })
+    t.equal(res.headers.location, `${API_PREFIX}/${name}/${res.json().id}`)
+    t.equal((await app.inject({ method: 'GET', url: String(res.headers.location) })).statusCode, 200, name)
+  }
+})
