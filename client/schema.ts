@@ -733,6 +733,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -789,6 +807,24 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -843,6 +879,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description An unexpected error: the detail names the request id to look for in the log */
@@ -908,6 +962,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ItemPage"];
+                };
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body, query or path failed its schema; errors[] names each field */
@@ -1010,7 +1082,7 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1177,6 +1249,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such record */
             404: {
                 headers: {
@@ -1278,6 +1368,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description No such record */
             404: {
@@ -1433,7 +1541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1636,7 +1744,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1999,7 +2107,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2350,7 +2458,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2518,6 +2626,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -2620,7 +2746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Notice"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2931,6 +3057,24 @@ export interface operations {
                     "application/json": components["schemas"]["Notice"];
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -3230,6 +3374,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -3329,7 +3491,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3571,7 +3733,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3795,6 +3957,24 @@ export interface operations {
                     "application/json": components["schemas"]["Scopes"];
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -3890,6 +4070,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
+                };
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
@@ -4031,7 +4229,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4233,6 +4431,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -4369,6 +4585,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
@@ -4581,7 +4815,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4828,6 +5062,24 @@ export interface operations {
                     "application/json": components["schemas"]["SessionPage"];
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -4947,6 +5199,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
@@ -5080,6 +5350,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -5177,6 +5465,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
@@ -5318,6 +5624,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login) */
             401: {
                 headers: {
@@ -5457,6 +5781,24 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"][];
                 };
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -5553,7 +5895,7 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5720,6 +6062,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such record */
             404: {
                 headers: {
@@ -5835,7 +6195,7 @@ export interface operations {
                     "application/json": components["schemas"]["RecordsRecord"];
                 };
             };
-            /** @description The body is not parseable JSON or form data */
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6026,6 +6386,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
+                     *       "code": "MALFORMED_BODY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description No such record */
             404: {

@@ -25,13 +25,13 @@ function optionalDefaults (querystring: unknown) {
 type RouteSchema = { body?: unknown, consumes?: string[], response?: Record<string, unknown> }
 
 /**
- * The statuses any route may answer beside its own: a body that does not parse, is too large or of
- * a type it does not take; an unexpected error; the database down or the server closing.
+ * The statuses any route may answer beside its own: a URL or body that does not parse, a body too
+ * large or of a type it does not take; an unexpected error; the database down or the server closing.
  */
 function withSharedStatuses ({ body, consumes, response = {} }: RouteSchema) {
   // The token endpoints answer a body of another type with an OAuth invalid_request (400).
-  const bodyStatuses = body === undefined ? [] : consumes?.includes('application/x-www-form-urlencoded') ? [400, 413] : [400, 413, 415]
-  const missing = [...bodyStatuses, 500, 503].filter((status) => !(status in response))
+  const bodyStatuses = body === undefined ? [] : consumes?.includes('application/x-www-form-urlencoded') ? [413] : [413, 415]
+  const missing = [400, ...bodyStatuses, 500, 503].filter((status) => !(status in response))
   return { ...response, ...problemResponses(...missing) }
 }
 

@@ -61,7 +61,7 @@ const EXAMPLES: Record<number, [code: string, detail: string]> = {
 
 /** The response descriptions of the document: what each status means in this API. */
 const WHEN: Record<number, string> = {
-  400: 'The body is not parseable JSON or form data',
+  400: 'The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode',
   401: 'No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login)',
   403: 'Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password',
   404: 'No such record',

@@ -3,6 +3,7 @@ import type { Test } from 'tap'
 import { buildApp, type App, type BuildOptions } from '../../app.js'
 import { ConfigSchema, loadConfig, type Config } from '../../config.js'
 import { users } from '../../db/schema.js'
+import { enforceContract } from './contract.js'
 import { freshDatabase } from './database.js'
 
 const LIMITS = Object.keys(ConfigSchema.properties).filter((name) => name.startsWith('RATE_LIMIT_') && !name.endsWith('_SECONDS')) as Array<keyof Config>
@@ -14,11 +15,13 @@ export const DEFAULT_RATE_LIMITS: Partial<Config> = (({ ...config }) => Object.f
 /**
  * The real app on a database no other test sees: in-memory PGlite by default, a new
  * PostgreSQL database when TEST_DATABASE_URL is set. Closed when the test ends; not yet
- * ready, so a test can still add routes (inject readies it).
+ * ready, so a test can still add routes (inject readies it). Every answer of its inject is
+ * checked against its OpenAPI document.
  */
 export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions = {}): Promise<App> {
   const app = await buildApp({ ...NO_RATE_LIMITS, ...settings }, { logger: false, database: await freshDatabase(t), ...options })
   t.teardown(() => app.close())
+  enforceContract(app)
   return app
 }
 

@@ -146,6 +146,6 @@ t.test('the OpenAPI document names each operation, tag and schema after the reso
   const limit = doc.paths['/api/v1/records'].get.parameters.find((p: { name: string }) => p.name === 'limit')
   t.equal(limit.schema.default, 100, 'a default page of 100')
   t.match(limit.description ?? limit.schema.description, /above 1000 are reduced to 1000/)
-  t.same(Object.keys(doc.paths['/api/v1/secrets'].get.responses).sort(), ['200', '401', '403', '422', '500', '503'], 'a guarded route documents 401 and 403')
-  t.same(Object.keys(doc.paths['/api/v1/records'].get.responses).sort(), ['200', '422', '500', '503'])
+  t.same(Object.keys(doc.paths['/api/v1/secrets'].get.responses).sort(), ['200', '400', '401', '403', '422', '500', '503'], 'a guarded route documents 401 and 403')
+  t.same(Object.keys(doc.paths['/api/v1/records'].get.responses).sort(), ['200', '400', '422', '500', '503'])
 })
