@@ -1285,6 +1285,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -1418,6 +1436,60 @@ export interface operations {
                      *       "status": 412,
                      *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
                      *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -1608,6 +1680,24 @@ export interface operations {
                      *       "status": 413,
                      *       "detail": "Request body is too large",
                      *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -2680,6 +2770,42 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -3124,6 +3250,42 @@ export interface operations {
                      *       "status": 409,
                      *       "detail": "The email ada@example.com is already verified",
                      *       "code": "ACCOUNT_ALREADY_VERIFIED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -4503,6 +4665,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -4689,6 +4869,60 @@ export interface operations {
                      *       "status": 412,
                      *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
                      *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -4936,6 +5170,24 @@ export interface operations {
                      *       "status": 413,
                      *       "detail": "Request body is too large",
                      *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -5272,6 +5524,60 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -5399,6 +5705,42 @@ export interface operations {
                      *       "status": 403,
                      *       "detail": "This account is inactive",
                      *       "code": "AUTH_INACTIVE_USER"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -5534,6 +5876,24 @@ export interface operations {
                      *       "status": 404,
                      *       "detail": "user 7 not found",
                      *       "code": "ACCOUNT_USER_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -5691,6 +6051,60 @@ export interface operations {
                      *       "status": 404,
                      *       "detail": "session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found",
                      *       "code": "ACCOUNT_SESSION_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -6098,6 +6512,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body, query or path failed its schema; errors[] names each field */
             422: {
                 headers: {
@@ -6262,6 +6694,24 @@ export interface operations {
                      *       "status": 413,
                      *       "detail": "Request body is too large",
                      *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -6436,6 +6886,60 @@ export interface operations {
                      *       "status": 412,
                      *       "detail": "item 7 has changed since the ETag sent in If-Match; read it again for its current ETag",
                      *       "code": "PRECONDITION_FAILED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter is longer than 100 characters */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "URI Too Long",
+                     *       "status": 414,
+                     *       "detail": "'/api/v1/items/7777...' is exceeding the max param length",
+                     *       "code": "PATH_PARAMETER_TOO_LONG"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

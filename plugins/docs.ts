@@ -22,16 +22,19 @@ function optionalDefaults (querystring: unknown) {
   return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
 }
 
-type RouteSchema = { body?: unknown, consumes?: string[], response?: Record<string, unknown> }
+type RouteSchema = { params?: unknown, consumes?: string[], response?: Record<string, unknown> }
 
 /**
- * The statuses any route may answer beside its own: a URL or body that does not parse, a body too
- * large or of a type it does not take; an unexpected error; the database down or the server closing.
+ * The statuses any route may answer beside its own: a URL or body that does not parse, a path
+ * parameter too long, a body too large or of a type it does not take (any method but GET and
+ * HEAD is sent one, with a schema for it or not); an unexpected error; the database down or the
+ * server closing.
  */
-function withSharedStatuses ({ body, consumes, response = {} }: RouteSchema) {
+function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, method: string) {
   // The token endpoints answer a body of another type with an OAuth invalid_request (400).
-  const bodyStatuses = body === undefined ? [] : consumes?.includes('application/x-www-form-urlencoded') ? [413] : [413, 415]
-  const missing = [400, ...bodyStatuses, 500, 503].filter((status) => !(status in response))
+  const takesBody = method !== 'GET' && method !== 'HEAD'
+  const bodyStatuses = !takesBody ? [] : consumes?.includes('application/x-www-form-urlencoded') ? [413] : [413, 415]
+  const missing = [400, ...(params === undefined ? [] : [414]), ...bodyStatuses, 500, 503].filter((status) => !(status in response))
   return { ...response, ...problemResponses(...missing) }
 }
 
@@ -45,7 +48,7 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
   if (swaggerOf === undefined) return
   const declared = schemesOf.get(swaggerOf) ?? {}
   schemesOf.set(swaggerOf, Object.assign(declared, securitySchemes))
-  const swaggerTransform: SwaggerTransform = ({ schema, url, ...document }) => {
+  const swaggerTransform: SwaggerTransform = ({ schema, url, route, ...document }) => {
     if ('openapiObject' in document) {
       const components = ((document.openapiObject as { components?: { securitySchemes?: SecuritySchemes } }).components ??= {})
       const schemes = (components.securitySchemes ??= {})
@@ -54,7 +57,7 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
     if (!schema) return { url, schema }
     // A guard without the accounts plugin has no login scheme to point at: the route is then documented without one.
     const security = schema.security?.filter((requirement) => Object.keys(requirement).every((name) => name in declared))
-    const response = schema.hide ? schema.response : withSharedStatuses(schema as RouteSchema)
+    const response = schema.hide ? schema.response : withSharedStatuses(schema as RouteSchema, String(route.method))
     return { url, schema: { ...schema, response, querystring: optionalDefaults(schema.querystring), ...(security ? { security } : {}) } }
   }
   app.addHook('onRoute', function documented (route) {

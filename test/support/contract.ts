@@ -23,7 +23,9 @@ function matcher (doc: Document) {
 
 /** What is wrong with this answer under the document, or undefined. */
 function violation (doc: Document, docKey: string, match: (url: string) => string | undefined, method: string, url: string, res: LightMyRequestResponse) {
-  const path = match(url.split('?')[0]!)
+  // As the server sees the path: dot segments resolved (as a URL parser does) and, as Fastify ignores it, no trailing slash.
+  const pathname = new URL(url, 'http://localhost').pathname
+  const path = match(pathname.length > 1 ? pathname.replace(/\/$/, '') : pathname)
   // Routes the document does not describe (Swagger UI's files, hidden routes, 404s of unknown URLs) are not under contract.
   if (path === undefined) return undefined
   const operation = doc.paths[path]?.[method.toLowerCase()]

@@ -143,8 +143,8 @@ t.test('the session routes are in the OpenAPI document with their schemas and pr
   const paths = doc.paths
   t.match(paths['/api/v1/users/me/sessions'].get, { operationId: 'listMySessions', security: [{ OAuth2PasswordBearer: [] }] })
   t.ok(paths['/api/v1/users/me/sessions'].get.responses['200'].content['application/json'].schema.$ref.endsWith('SessionPage'))
-  t.same(Object.keys(paths['/api/v1/users/me/sessions/{session_id}'].delete.responses).sort(), ['204', '400', '401', '403', '404', '422', '500', '503'])
-  t.same(Object.keys(paths['/api/v1/auth/logout-others'].post.responses).sort(), ['204', '400', '401', '403', '500', '503'])
+  t.same(Object.keys(paths['/api/v1/users/me/sessions/{session_id}'].delete.responses).sort(), ['204', '400', '401', '403', '404', '413', '414', '415', '422', '500', '503'])
+  t.same(Object.keys(paths['/api/v1/auth/logout-others'].post.responses).sort(), ['204', '400', '401', '403', '413', '415', '500', '503'])
   t.match(paths['/api/v1/users/{user_id}/sessions'].get, { operationId: 'listUserSessions' })
   t.match(paths['/api/v1/users/{user_id}/sessions/{session_id}'].delete, { operationId: 'endUserSession' })
   t.match(doc.components.schemas.Session.properties, { id: { format: 'uuid' }, current: { type: 'boolean' }, last_used_at: { format: 'date-time' } })
