@@ -15,6 +15,7 @@ import db from './plugins/db.js'
 import docs from './plugins/docs.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
+import metrics from './plugins/metrics.js'
 import security, { apiSecurityHeaders } from './plugins/security.js'
 import wellKnown from './plugins/well-known.js'
 import { validatorCompiler, type App } from './plugins/validation.js'
@@ -71,6 +72,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   await app.register(security)
   const migrate = config.CREATE_TABLES_ON_STARTUP
   await app.register(db, database ? { client: database, migrate } : { url: config.DATABASE_URL, migrate })
+  // Measured only when served: server.ts listens on METRICS_PORT.
+  if (config.METRICS_PORT !== undefined) await app.register(metrics)
 
   await app.register(auth, {
     algorithm: config.JWT_ALGORITHM,

@@ -317,7 +317,7 @@ async function printOpenapi () {
   const schema = await import('./db/schema.js')
   const { buildApp } = await import('./app.js')
   const refuse = async () => { throw new Error('plinth openapi runs without a database') }
-  const database: DatabaseClient = { db: drizzle.mock({ schema }), driver: 'postgres', migrate: refuse, ping: refuse, close: async () => {} }
+  const database: DatabaseClient = { db: drizzle.mock({ schema }), driver: 'postgres', load: () => ({ size: 0, running: 0, waiting: 0 }), migrate: refuse, ping: refuse, close: async () => {} }
   const app = await buildApp({ ...config, CREATE_TABLES_ON_STARTUP: false, FIRST_SUPERUSER_EMAIL: undefined }, { logger: false, database })
   try {
     await app.ready()

@@ -100,6 +100,12 @@ export const ConfigSchema = Type.Object({
   // setInterval's longest delay is 2^31-1 ms, about 24.8 days.
   PURGE_INTERVAL_SECONDS: Int(1, 3600, 2_147_483),
   WORKERS: Int(1, 1, 64),
+  METRICS_PORT: Type.Optional(Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    description: 'a port for GET /metrics, apart from PORT (unset: no metrics)'
+  })),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   BODY_LIMIT: Int(1, 1048576),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
@@ -179,6 +185,9 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   }
   if (config.JWT_PRIVATE_KEY !== undefined && config.JWT_PRIVATE_KEY_FILE !== undefined) {
     throw new ConfigError('JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE are both set; keep one')
+  }
+  if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
+    throw new ConfigError(`METRICS_PORT (${config.METRICS_PORT}) must differ from PORT: metrics are never served on the API's port`)
   }
   if (config.RESOURCES_FILE !== undefined) {
     const both = resourcesFile(config).find(({ options }) => config.RESOURCES.includes(options.name))

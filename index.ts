@@ -7,6 +7,7 @@ export { default as errorsPlugin, problem } from './plugins/errors.js'
 export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
 export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
 export { default as healthPlugin } from './plugins/health.js'
+export { default as metricsPlugin, metricsServer, type MetricsOptions, type PlinthEvent, type PlinthMetrics } from './plugins/metrics.js'
 export { default as securityPlugin, apiSecurityHeaders } from './plugins/security.js'
 export { default as wellKnownPlugin, WellKnownOptionsSchema, type WellKnownOptions } from './plugins/well-known.js'
 export { ALGORITHMS, generateKey, type Algorithm } from './plugins/auth/keys.js'
@@ -24,7 +25,7 @@ export {
   type ItemRepository, type ItemRow, type ItemSlice, type NewItem
 } from './db/items.js'
 
-export { connect, connectPglite, type Database, type DatabaseClient, type Driver } from './db/client.js'
+export { connect, connectPglite, type Database, type DatabaseClient, type DatabaseLoad, type Driver } from './db/client.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
 export { ResourceTableError, isDatabaseUnavailable, sqlState } from './db/errors.js'
 export { BUILT_IN_TABLES, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'

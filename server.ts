@@ -3,11 +3,14 @@ import { once } from 'node:events'
 import { Server } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
+import type { FastifyBaseLogger } from 'fastify'
 import { pino, type LoggerOptions } from 'pino'
+import { AggregatorRegistry, type Registry } from 'prom-client'
 import { buildApp, type App } from './app.js'
 import { ConfigError, fieldTablesOf, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
+import { metricsServer } from './plugins/metrics.js'
 
 const GRACE_MS = 10_000
 const DRAIN_MS = 2_000
@@ -47,6 +50,21 @@ async function drainAndClose (app: App) {
   await app.close()
 }
 
+/** Serves `read` at /metrics on METRICS_PORT, when set; closes with the returned function. */
+async function serveMetrics (logger: FastifyBaseLogger, read: () => Promise<string>, contentType: string): Promise<() => Promise<void>> {
+  if (config.METRICS_PORT === undefined) return async () => {}
+  const server = metricsServer(read, contentType, logger)
+  const url = await server.listen({ host: config.METRICS_HOST, port: config.METRICS_PORT })
+  logger.info({ url: `${url}/metrics` }, 'metrics listening')
+  return () => server.close()
+}
+
+/** Hands `registry` to the primary's AggregatorRegistry: made in a worker, one sets up the answering. */
+function answerPrimary (registry: Registry): AggregatorRegistry<Registry['contentType']> {
+  AggregatorRegistry.setRegistries([registry])
+  return new AggregatorRegistry()
+}
+
 async function serve () {
   const app = await buildApp(config, {
     logger: loggerOptions,
@@ -59,12 +77,19 @@ async function serve () {
     // The database stays open until the last request is answered, so those are served, not refused with Fastify's bare 503.
     return503OnClosing: false
   })
+  let closeMetrics = async () => {}
   closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ err, signal }) => {
     if (err) app.log.error({ err }, 'closing after an unexpected error')
     else app.log.info({ signal }, 'closing')
+    await closeMetrics()
     await drainAndClose(app)
   })
   await app.listen({ host: config.HOST, port: config.PORT })
+  const metrics = app.plinthMetrics
+  if (!metrics) return
+  // A worker answers the primary's requests for its metrics; the primary serves them all, summed.
+  if (cluster.isWorker) answerPrimary(metrics.registry)
+  else closeMetrics = await serveMetrics(app.log, () => metrics.registry.metrics(), metrics.registry.contentType)
 }
 
 async function supervise () {
@@ -84,9 +109,12 @@ async function supervise () {
     fork()
   })
   for (let i = 0; i < config.WORKERS; i++) fork()
+  const aggregator = new AggregatorRegistry()
+  const closeMetrics = await serveMetrics(log, () => aggregator.clusterMetrics(), aggregator.contentType)
   closeWithGrace({ delay: GRACE_MS, logger: log }, async ({ signal }) => {
     closing = true
     log.info({ signal }, 'stopping workers')
+    await closeMetrics()
     await Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
       worker?.once('exit', () => resolve())
       worker?.process.kill('SIGTERM')

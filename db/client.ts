@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
-import { gated } from './gate.js'
+import { createGate, gated } from './gate.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
@@ -11,9 +11,13 @@ export type Database = PgDatabase<PgQueryResultHKT, Schema>
 
 export type Driver = 'pglite' | 'postgres'
 
+/** Queries the client runs now and holds back, beside how many it runs at most (PGlite runs one at a time). */
+export interface DatabaseLoad { size: number, running: number, waiting: number }
+
 export interface DatabaseClient {
   db: Database
   driver: Driver
+  load (): DatabaseLoad
   migrate (): Promise<void>
   ping (): Promise<void>
   close (): Promise<void>
@@ -53,11 +57,13 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
     // The default max_pipeline stays: a small one breaks transactions in postgres.js 3.4 (UNSAFE_TRANSACTION); `gated` avoids pipelining instead.
     onnotice: () => {}
   })
-  const pooled = gated(client, POOL)
+  const gate = createGate(POOL)
+  const pooled = gated(client, gate)
   const db = drizzle({ client: pooled, schema })
   return {
     db,
     driver: 'postgres',
+    load: () => ({ size: POOL, ...gate.load() }),
     migrate: async () => {
       // A session lock on a reserved connection, held while the migrator works through the pool.
       const holder = await client.reserve()
@@ -100,10 +106,19 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
   // kill -9, but nothing is fsynced, so a power cut can lose recent commits.
   // Shared buffers live inside PGlite's WebAssembly heap: a smaller pool than PostgreSQL's default uses less memory and reads faster.
   const client = await PGlite.create(dataDir, { ...options, postgresqlconf: PGLITE_CONF, extensions: { pg_trgm: pgTrgm } })
+  // PGlite queues its callers itself: counting the calls in flight gives the one running and those queued behind it.
+  let pending = 0
+  const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => (...args: A) => {
+    pending++
+    return call(...args).finally(() => { pending-- })
+  }
+  client.query = counted(client.query.bind(client)) as typeof client.query
+  client.transaction = counted(client.transaction.bind(client)) as typeof client.transaction
   const db = drizzle({ client, schema })
   return {
     db,
     driver: 'pglite',
+    load: () => ({ size: 1, running: Math.min(pending, 1), waiting: Math.max(pending - 1, 0) }),
     migrate: () => migrate(db, { migrationsFolder }),
     ping: async () => { await db.execute(sql`select 1`) },
     close: async () => { if (!client.closed) await client.close() },

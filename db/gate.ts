@@ -1,7 +1,13 @@
 import type { Sql } from 'postgres'
 
+export interface Gate {
+  <T>(task: () => PromiseLike<T>): Promise<T>
+  /** Tasks running now, and waiting their turn: what the metrics report of the pool. */
+  load (): { running: number, waiting: number }
+}
+
 /** At most `limit` tasks at once; the others wait their turn, first come first served. */
-export function createGate (limit: number) {
+export function createGate (limit: number): Gate {
   let running = 0
   // A FIFO as an array with a moving head, compacted when half is spent: O(1) per task.
   let waiting: Array<() => void> = []
@@ -19,7 +25,7 @@ export function createGate (limit: number) {
       running--
     }
   }
-  return async function run<T> (task: () => PromiseLike<T>): Promise<T> {
+  async function run<T> (task: () => PromiseLike<T>): Promise<T> {
     if (running < limit) running++
     else await new Promise<void>((resolve) => waiting.push(resolve))
     try {
@@ -28,6 +34,7 @@ export function createGate (limit: number) {
       release()
     }
   }
+  return Object.assign(run, { load: () => ({ running, waiting: waiting.length - head }) })
 }
 
 type Unsafe = Sql['unsafe']
@@ -46,8 +53,7 @@ async function onceMore<T> (task: () => PromiseLike<T>): Promise<T> {
 }
 
 /** postgres.js that never pipelines: in 3.4.9 pipelined queries leave holes in a queue that slows every later query. */
-export function gated (sql: Sql, limit: number): Sql {
-  const run = createGate(limit)
+export function gated (sql: Sql, run: Gate): Sql {
   const unsafe = (...args: Parameters<Unsafe>) => {
     // Drizzle awaits `unsafe(...)` or `unsafe(...).values()`; the query starts when awaited.
     const lazy = (values: boolean) => ({

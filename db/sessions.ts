@@ -31,10 +31,15 @@ export interface SessionOptions {
   reuseDetection: boolean
   /** Within this many seconds of its rotation, a token presented again is refused without ending its family. */
   reuseIntervalSeconds: number
+  /** Told how many sessions each write ended, and of each reuse it detected: the metrics' counts. */
+  onEnded: (count: number) => void
+  onReuse: () => void
 }
 
+const ignore = () => {}
+
 /** Logins and their sessions (families of single-use refresh tokens); attempts counted in the database, shared by every process. */
-export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10 }: Partial<SessionOptions> = {}) {
+export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10, onEnded = ignore, onReuse = ignore }: Partial<SessionOptions> = {}) {
   const window = sql.raw(`interval '${Math.trunc(loginWindowSeconds)} seconds'`)
   const grace = sql.raw(`interval '${Math.trunc(reuseIntervalSeconds)} seconds'`)
   const inWindow = sql`${loginFailures.window_start} > now() - ${window}`
@@ -140,6 +145,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     if (ended.length > 0) {
       await tx.update(refreshTokens).set({ revoked: true })
         .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
+      onEnded(ended.length)
     }
     return ended.length
   }
@@ -156,6 +162,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     if (!replayed) return 'invalid'
     if (replayed.recent) return 'recent'
     await endSessions(eq(sessions.id, replayed.family))
+    onReuse()
     return 'reused'
   }
 

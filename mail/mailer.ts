@@ -9,6 +9,8 @@ export interface MailerOptions {
   templates: Record<TemplateName, MailTemplate>
   /** How long a message may take before it counts as failed. */
   timeoutMs: number
+  /** Told whether each message the mail server was given went: the metrics' counts. */
+  onDelivered?: (sent: boolean) => void
 }
 
 function within<T> (promise: Promise<T>, ms: number): Promise<T> {
@@ -23,7 +25,7 @@ function within<T> (promise: Promise<T>, ms: number): Promise<T> {
  * Renders and sends account mail in the background: a request never waits for the mail server,
  * and a failure is logged under that request's id, never answered.
  */
-export function createMailer ({ sendMail, from, templates, timeoutMs }: MailerOptions) {
+export function createMailer ({ sendMail, from, templates, timeoutMs, onDelivered = () => {} }: MailerOptions) {
   const pending = new Set<Promise<void>>()
 
   function deliver (log: FastifyBaseLogger, message: MailMessage): Promise<void> {
@@ -32,8 +34,14 @@ export function createMailer ({ sendMail, from, templates, timeoutMs }: MailerOp
       return Promise.resolve()
     }
     return within(Promise.resolve().then(() => sendMail(message)), timeoutMs).then(
-      () => log.debug({ mail: message.kind }, 'mail sent'),
-      (err: unknown) => log.error({ err, mail: message.kind }, 'mail could not be sent')
+      () => {
+        onDelivered(true)
+        log.debug({ mail: message.kind }, 'mail sent')
+      },
+      (err: unknown) => {
+        onDelivered(false)
+        log.error({ err, mail: message.kind }, 'mail could not be sent')
+      }
     )
   }
 

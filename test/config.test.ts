@@ -38,6 +38,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     SESSION_CHECK: true,
     PURGE_INTERVAL_SECONDS: 3600,
     WORKERS: 1,
+    METRICS_HOST: '127.0.0.1',
     BODY_LIMIT: 1048576,
     LOG_LEVEL: 'info'
   })

@@ -5,7 +5,9 @@ import t from 'tap'
 import { connectPglite } from '../db/client.js'
 import { items } from '../db/schema.js'
 import { httpRequest } from './support/http.js'
+import { readMetrics, valueOf } from './support/metrics.js'
 import { startServer } from './support/server-process.js'
+import { until } from './support/until.js'
 
 t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data', async (t) => {
   const dir = await mkdtemp('/tmp/plinth-server-test-')
@@ -37,6 +39,23 @@ t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data',
   const check = await connectPglite(dir)
   t.same((await check.db.select({ name: items.name }).from(items)), [{ name: 'survivor' }], 'data survived two restarts')
   await check.close()
+})
+
+t.test('METRICS_PORT serves /metrics on a listener of its own, closed with the server', async (t) => {
+  const server = startServer(t, { DATABASE_URL: 'memory://', METRICS_PORT: '0' })
+  const base = await server.listening
+  for (let i = 0; i < 3; i++) t.equal((await httpRequest(base, '/api/v1/health')).status, 200)
+  const url = await until('the metrics listener', () => server.logs.find((entry) => entry.msg === 'metrics listening')?.url as string | undefined)
+  t.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/, 'on the loopback by default')
+  const scrape = await httpRequest(url, '')
+  t.equal(scrape.status, 200)
+  const metrics = readMetrics(scrape.text)
+  t.equal(valueOf(metrics, 'http_request_duration_seconds', { method: 'GET', route: '/api/v1/health', status_class: '2xx' }), 3)
+  t.equal(valueOf(metrics, 'plinth_db_pool_size', { driver: 'pglite' }), 1)
+  t.equal((await httpRequest(base, '/metrics')).status, 404, 'never on the API port')
+  server.child.kill('SIGTERM')
+  t.same(await server.exited, [0, null])
+  await t.rejects(fetch(url), 'the metrics port is closed')
 })
 
 t.test('no SECRET_KEY warning when the key is set', async (t) => {

@@ -82,7 +82,10 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = attempt ? attempt.user : await users.findByEmail(email)
     const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), body.password)
-    if (!user || !valid) throw new InvalidCredentials()
+    if (!user || !valid) {
+      ctx.count('login_failure')
+      throw new InvalidCredentials()
+    }
     if (!user.is_active || (ctx.requireVerified && !user.is_verified)) {
       // The password was right: not a failure to count.
       if (counted) await sessions.clearAttempts(counted)

@@ -4,6 +4,7 @@ import type { SessionRepository } from '../../db/sessions.js'
 import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
 import type { idempotentCreates } from '../../plugins/idempotency.js'
+import type { PlinthMetrics } from '../../plugins/metrics.js'
 import type { AccountMail } from './account-mail.js'
 import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
@@ -24,6 +25,8 @@ export interface AccountsContext {
   requireIfMatch: boolean
   /** The route hooks of Idempotency-Key, on the routes that create an account. */
   idempotent: ReturnType<typeof idempotentCreates>
+  /** Counts an event on the app's metrics, if it has them. */
+  count: PlinthMetrics['count']
   now: () => Date
 }
 

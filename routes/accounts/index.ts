@@ -9,6 +9,7 @@ import { createMailer } from '../../mail/mailer.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
+import { eventCounter } from '../../plugins/metrics.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
@@ -38,11 +39,12 @@ export const NO_MAIL_WARNING = 'no mail server (SMTP_URL, or the sendMail option
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
   const options = resolveAccountsOptions(opts)
   const { db } = app.plinthDb
-  const sessions = createSessionRepository(db, options)
+  const count = eventCounter(app)
+  const sessions = createSessionRepository(db, { ...options, onEnded: (n) => count('session_ended', n), onReuse: () => count('refresh_reuse') })
   const tokens = createAccountTokenRepository(db, sessions)
   const counter = createRateCounter(db)
   const { mailsPerEmail, mailWindowSeconds } = options.rateLimits
-  const mailer = createMailer({ ...options.mail, sendMail: options.sendMail })
+  const mailer = createMailer({ ...options.mail, sendMail: options.sendMail, onDelivered: (sent) => count(sent ? 'mail_sent' : 'mail_failed') })
   if (!options.sendMail) app.log.warn(NO_MAIL_WARNING)
   const ctx: AccountsContext = {
     ...options,
@@ -51,7 +53,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     tokens,
     mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl }),
     schemas: accountsSchemas(options),
-    idempotent: idempotentCreates(db, options.idempotencyTtlHours)
+    idempotent: idempotentCreates(db, options.idempotencyTtlHours),
+    count
   }
 
   app.setValidatorCompiler(validatorCompiler)

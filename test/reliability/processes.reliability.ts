@@ -9,6 +9,7 @@ import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
 import { httpRequest, type HttpAnswer, type HttpRequestOptions } from '../support/http.js'
 import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 import { startServer, type ServerProcess } from '../support/server-process.js'
+import { readMetrics, valueOf } from '../support/metrics.js'
 import { until } from '../support/until.js'
 import { getOnNewConnection, isAlive, loginAt, meAt, refreshAt } from './processes-http.js'
 
@@ -229,4 +230,27 @@ t.test('WORKERS=3 on PostgreSQL: workers share the port, a killed one is replace
   const errors = server.logs.filter((entry) => Number(entry.level) >= 50).map((entry) => entry.msg)
   t.same(errors, ['worker died; starting another'], 'no error logged but the one death: none during shutdown')
   await t.rejects(getOnNewConnection(`${base}/api/v1/health`), { code: 'ECONNREFUSED' }, 'the port is closed')
+})
+
+t.test('WORKERS=2 with METRICS_PORT: the primary serves the metrics of every worker, summed', { skip }, async (t) => {
+  const server = startServer(t, { DATABASE_URL: database, WORKERS: '2', SECRET_KEY, METRICS_PORT: '0' })
+  const base = await server.listening
+  await until('two workers listening', () => new Set(listeningPids(server)).size === 2 || undefined)
+  t.teardown(() => { for (const pid of listeningPids(server)) if (isAlive(pid)) process.kill(pid, 'SIGKILL') })
+  const announced = await until('the metrics listener', () => server.logs.find((entry) => entry.msg === 'metrics listening'))
+  t.equal(announced.pid, server.child.pid, 'the primary listens for metrics, not a worker')
+
+  const answers = await whoAnswers(base, server, 20)
+  t.equal(pidsOf(answers).size, 2, 'both workers answered some of the probes')
+  const scrape = await httpRequest(String(announced.url), '')
+  t.equal(scrape.status, 200)
+  t.match(scrape.headers.get('content-type'), /^text\/plain; version=0\.0\.4/)
+  const metrics = readMetrics(scrape.text)
+  t.equal(valueOf(metrics, 'http_request_duration_seconds', { route: '/api/v1/health', status_class: '2xx' }), 20, 'every probe, whichever worker answered it')
+  t.equal(valueOf(metrics, 'plinth_db_pool_size'), 20, 'two pools of 10')
+  t.equal((await httpRequest(base, '/metrics')).status, 404, 'the API port never serves metrics')
+
+  server.child.kill('SIGTERM')
+  t.same(await server.exited, [0, null], 'the primary exits 0 on SIGTERM')
+  await t.rejects(fetch(String(announced.url)), 'the metrics port is closed')
 })

@@ -1,0 +1,107 @@
+import createError from '@fastify/error'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { levels } from 'pino'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { shown } from './options.js'
+import type { App } from './validation.js'
+
+export const InvalidMetricsOptions = createError('PLINTH_INVALID_METRICS_OPTIONS', 'metricsPlugin: %s')
+
+/** What the profiles count beside the requests themselves. */
+export type PlinthEvent = 'login_failure' | 'refresh_reuse' | 'session_ended' | 'mail_sent' | 'mail_failed'
+
+export interface PlinthMetrics {
+  /** Every plinth metric is registered here; serve `registry.metrics()` as `registry.contentType`. */
+  registry: Registry
+  count (event: PlinthEvent, n?: number): void
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by metricsPlugin; without it nothing is measured. */
+    plinthMetrics?: PlinthMetrics
+  }
+}
+
+export interface MetricsOptions {
+  /** A prom-client registry of the host's to add plinth's metrics to; a new one by default. */
+  registry?: Registry
+  /** Node's process metrics (CPU, memory, event loop, GC), unless the registry has them already. Default true. */
+  processMetrics?: boolean
+}
+
+const EVENTS: Record<PlinthEvent, [name: string, help: string]> = {
+  login_failure: ['plinth_login_failures_total', 'Password grants refused for a wrong email or password'],
+  refresh_reuse: ['plinth_refresh_reuse_detected_total', 'Revoked refresh tokens presented again, each ending its session'],
+  session_ended: ['plinth_sessions_ended_total', 'Sessions ended, however they ended'],
+  mail_sent: ['plinth_mails_sent_total', 'Account mails the mail server accepted'],
+  mail_failed: ['plinth_mails_failed_total', 'Account mails the mail server refused or did not take in time']
+}
+
+// Seconds, from a cached read to a login's password hash under load.
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
+
+function readMetricsOptions (opts: MetricsOptions): Required<MetricsOptions> {
+  const { registry = new Registry(), processMetrics = true } = opts
+  if (typeof registry?.registerMetric !== 'function') throw new InvalidMetricsOptions(`registry must be a prom-client Registry (got ${shown(registry)})`)
+  if (typeof processMetrics !== 'boolean') throw new InvalidMetricsOptions(`processMetrics must be a boolean (got ${shown(processMetrics)})`)
+  return { registry, processMetrics }
+}
+
+/**
+ * Prometheus metrics of the app: request durations by route template and status class, the
+ * database's queries running and waiting, the events the profiles count, and process metrics.
+ * Register it after plinth's db plugin and before the profiles.
+ */
+async function metricsPlugin (app: App, opts: MetricsOptions) {
+  const { registry, processMetrics } = readMetricsOptions(opts)
+  const registers = [registry]
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request, by method, route template and status class',
+    labelNames: ['method', 'route', 'status_class'],
+    buckets: BUCKETS,
+    registers
+  })
+  const throttled = new Counter({ name: 'plinth_throttled_requests_total', help: 'Requests answered 429, by route template', labelNames: ['route'], registers })
+  const events = Object.fromEntries(Object.entries(EVENTS).map(([event, [name, help]]) => [event, new Counter({ name, help, registers })])) as Record<PlinthEvent, Counter>
+
+  if (app.hasDecorator('plinthDb')) {
+    const database = app.plinthDb
+    const labels = { driver: database.driver }
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({ name, help, labelNames: ['driver'], registers, collect () { this.set(labels, read()) } })
+    gauge('plinth_db_queries_running', 'Queries the database runs now: connections in use, or PGlite\'s one', () => database.load().running)
+    gauge('plinth_db_queries_waiting', 'Queries waiting for a connection, or in PGlite\'s queue', () => database.load().waiting)
+    gauge('plinth_db_pool_size', 'Queries the database may run at once', () => database.load().size)
+  }
+  if (processMetrics && registry.getSingleMetric('process_cpu_seconds_total') === undefined) collectDefaultMetrics({ register: registry })
+
+  app.addHook('onResponse', (request, reply, done) => {
+    // The template, never the path: one series per route whatever the ids.
+    const route = request.routeOptions.url ?? 'unmatched'
+    const status = reply.statusCode
+    duration.observe({ method: request.method, route, status_class: STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other' }, reply.elapsedTime / 1000)
+    if (status === 429) throttled.inc({ route })
+    done()
+  })
+  app.decorate('plinthMetrics', { registry, count: (event: PlinthEvent, n = 1) => { events[event].inc(n) } })
+}
+
+export default fp(metricsPlugin, { name: 'plinth-metrics', fastify: '5.x' })
+
+const uncounted = () => {}
+
+/** Counts an event on the app's metrics, or nothing when metricsPlugin is not registered. */
+export const eventCounter = (app: FastifyInstance): PlinthMetrics['count'] => app.plinthMetrics?.count ?? uncounted
+
+/** `GET /metrics` on a listener of its own, so the API's port never serves it; a failed read is logged to `logger`. */
+export function metricsServer (read: () => Promise<string>, contentType: string, logger?: FastifyBaseLogger): FastifyInstance {
+  // Failures only: the API's logs say when the server listens, and a scrape is no news.
+  const quiet = logger?.child({ listener: 'metrics' }, { level: (levels.values[logger.level] ?? 0) > levels.values.warn! ? logger.level : 'warn' })
+  const server = Fastify(quiet ? { loggerInstance: quiet } : { logger: false })
+  server.get('/metrics', async (_request, reply) => reply.type(contentType).send(await read()))
+  return server
+}
