@@ -106,6 +106,7 @@ export const ConfigSchema = Type.Object({
     description: 'a port for GET /metrics, apart from PORT (unset: no metrics)'
   })),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  OTEL_TRACING: Type.Boolean({ default: false }),
   BODY_LIMIT: Int(1, 1048576),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),

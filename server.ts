@@ -11,6 +11,7 @@ import { ConfigError, fieldTablesOf, loadConfig, type Config } from './config.js
 import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
 import { metricsServer } from './plugins/metrics.js'
+import { startTracing } from './plugins/tracing.js'
 
 const GRACE_MS = 10_000
 const DRAIN_MS = 2_000
@@ -66,6 +67,8 @@ function answerPrimary (registry: Registry): AggregatorRegistry<Registry['conten
 }
 
 async function serve () {
+  // Before buildApp: @fastify/otel traces the Fastify instances made after the SDK starts.
+  const stopTracing = config.OTEL_TRACING ? await startTracing() : async () => {}
   const app = await buildApp(config, {
     logger: loggerOptions,
     // Bound what a slow client can hold; keep-alive outlives load balancers' 60 s idle timeout, so they close idle connections.
@@ -83,6 +86,8 @@ async function serve () {
     else app.log.info({ signal }, 'closing')
     await closeMetrics()
     await drainAndClose(app)
+    // Last, so the spans of the final requests are sent.
+    await stopTracing()
   })
   await app.listen({ host: config.HOST, port: config.PORT })
   const metrics = app.plinthMetrics

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { createGate, gated } from './gate.js'
 import * as schema from './schema.js'
+import { traced } from './tracing.js'
 
 export type Schema = typeof schema
 
@@ -112,7 +113,7 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
     pending++
     return call(...args).finally(() => { pending-- })
   }
-  client.query = counted(client.query.bind(client)) as typeof client.query
+  client.query = counted(traced(client.query.bind(client))) as typeof client.query
   client.transaction = counted(client.transaction.bind(client)) as typeof client.transaction
   const db = drizzle({ client, schema })
   return {

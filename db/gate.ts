@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres'
+import { queryTracing, tracedQuery } from './tracing.js'
 
 export interface Gate {
   <T>(task: () => PromiseLike<T>): Promise<T>
@@ -58,7 +59,8 @@ export function gated (sql: Sql, run: Gate): Sql {
     // Drizzle awaits `unsafe(...)` or `unsafe(...).values()`; the query starts when awaited.
     const lazy = (values: boolean) => ({
       then<A, B> (resolve: (rows: unknown) => A, reject: (err: unknown) => B) {
-        return run(() => onceMore(() => values ? sql.unsafe(...args).values() : sql.unsafe(...args))).then(resolve, reject)
+        const query = () => values ? sql.unsafe(...args).values() : sql.unsafe(...args)
+        return run(() => onceMore(queryTracing ? () => tracedQuery(args[0], query, sql.options.database) : query)).then(resolve, reject)
       }
     })
     return Object.assign(lazy(false), { values: () => lazy(true) })

@@ -39,6 +39,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     PURGE_INTERVAL_SECONDS: 3600,
     WORKERS: 1,
     METRICS_HOST: '127.0.0.1',
+    OTEL_TRACING: false,
     BODY_LIMIT: 1048576,
     LOG_LEVEL: 'info'
   })
