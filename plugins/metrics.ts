@@ -2,7 +2,7 @@ import createError from '@fastify/error'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { shown } from './options.js'
 import type { App } from './validation.js'
 
@@ -41,7 +41,58 @@ const EVENTS: Record<PlinthEvent, [name: string, help: string]> = {
 
 // Seconds, from a cached read to a login's password hash under load.
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other']
+
+interface Series { labels: Record<string, string>, buckets: number[], sum: number, count: number }
+
+/**
+ * The request histogram, as a metric prom-client serializes and sums across workers (the shape of
+ * its Histogram's `get()`): observing costs two map lookups where prom-client hashes the labels.
+ */
+class RequestDurations {
+  readonly name = 'http_request_duration_seconds'
+  readonly help = 'Time to answer a request, by method, route template and status class'
+  readonly type = 'histogram'
+  readonly aggregator = 'sum'
+  private routes = new Map<string, Map<string, Series[]>>()
+
+  observe (method: string, route: string, status: number, seconds: number) {
+    let methods = this.routes.get(route)
+    if (!methods) this.routes.set(route, methods = new Map())
+    let classes = methods.get(method)
+    if (!classes) methods.set(method, classes = [])
+    const index = status >= 100 && status < 600 ? Math.floor(status / 100) - 1 : 5
+    const series = classes[index] ??= { labels: { method, route, status_class: STATUS_CLASSES[index]! }, buckets: BUCKETS.map(() => 0), sum: 0, count: 0 }
+    let bucket = 0
+    while (bucket < BUCKETS.length && seconds > BUCKETS[bucket]!) bucket++
+    if (bucket < BUCKETS.length) series.buckets[bucket]!++
+    series.sum += seconds
+    series.count++
+  }
+
+  get () {
+    const values: Array<{ labels: Record<string, string | number>, value: number, metricName: string }> = []
+    for (const methods of this.routes.values()) {
+      for (const series of [...methods.values()].flat().filter(Boolean)) {
+        let below = 0
+        BUCKETS.forEach((le, i) => {
+          below += series.buckets[i]!
+          values.push({ labels: { ...series.labels, le }, value: below, metricName: `${this.name}_bucket` })
+        })
+        values.push(
+          { labels: { ...series.labels, le: '+Inf' }, value: series.count, metricName: `${this.name}_bucket` },
+          { labels: series.labels, value: series.sum, metricName: `${this.name}_sum` },
+          { labels: series.labels, value: series.count, metricName: `${this.name}_count` }
+        )
+      }
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator }
+  }
+
+  reset () {
+    this.routes = new Map()
+  }
+}
 
 function readMetricsOptions (opts: MetricsOptions): Required<MetricsOptions> {
   const { registry = new Registry(), processMetrics = true } = opts
@@ -58,13 +109,8 @@ function readMetricsOptions (opts: MetricsOptions): Required<MetricsOptions> {
 async function metricsPlugin (app: App, opts: MetricsOptions) {
   const { registry, processMetrics } = readMetricsOptions(opts)
   const registers = [registry]
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time to answer a request, by method, route template and status class',
-    labelNames: ['method', 'route', 'status_class'],
-    buckets: BUCKETS,
-    registers
-  })
+  const durations = new RequestDurations()
+  registry.registerMetric(durations as never)
   const throttled = new Counter({ name: 'plinth_throttled_requests_total', help: 'Requests answered 429, by route template', labelNames: ['route'], registers })
   const events = Object.fromEntries(Object.entries(EVENTS).map(([event, [name, help]]) => [event, new Counter({ name, help, registers })])) as Record<PlinthEvent, Counter>
 
@@ -82,9 +128,8 @@ async function metricsPlugin (app: App, opts: MetricsOptions) {
   app.addHook('onResponse', (request, reply, done) => {
     // The template, never the path: one series per route whatever the ids.
     const route = request.routeOptions.url ?? 'unmatched'
-    const status = reply.statusCode
-    duration.observe({ method: request.method, route, status_class: STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other' }, reply.elapsedTime / 1000)
-    if (status === 429) throttled.inc({ route })
+    durations.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
+    if (reply.statusCode === 429) throttled.inc({ route })
     done()
   })
   app.decorate('plinthMetrics', { registry, count: (event: PlinthEvent, n = 1) => { events[event].inc(n) } })
