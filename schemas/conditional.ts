@@ -5,10 +5,12 @@ const ETAG = 'The strong ETag of the row as it is now: send it back in If-Match 
 /** A response that carries the row's ETag header. */
 export const withEtag = <T extends TSchema>(schema: T): T => ({ ...schema, headers: { etag: Type.String({ description: ETAG }) } })
 
-/** A 201: the new row's ETag, and its URL in Location. */
-export const created = <T extends TSchema>(schema: T): T => ({
+const LOCATION = Type.String({ description: 'The URL of the new row' })
+
+/** A 201: the new row's ETag (unless `etag` is false), and its URL in Location. */
+export const created = <T extends TSchema>(schema: T, etag = true): T => ({
   ...schema,
-  headers: { etag: Type.String({ description: ETAG }), location: Type.String({ description: 'The URL of the new row' }) }
+  headers: etag ? { etag: Type.String({ description: ETAG }), location: LOCATION } : { location: LOCATION }
 })
 
 /** A single-row read: If-None-Match, and its 304. */

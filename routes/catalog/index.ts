@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
 import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
@@ -16,9 +17,11 @@ import { catalogSchemas } from './schemas.js'
 
 /** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
-  const { defaultLimit, maxLimit, requireIfMatch, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
+  const { defaultLimit, maxLimit, requireIfMatch, etags, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
-  const schemas = catalogSchemas(defaultLimit, maxLimit, guards)
+  const schemas = catalogSchemas(defaultLimit, maxLimit, guards, etags)
+  // Without ETags, If-Match is not read: every write is unconditional.
+  const versionsOf = (request: FastifyRequest, id: number) => etags ? expectedVersions(request, requireIfMatch, `item ${id}`) : undefined
   const idempotent = idempotentCreates(app.plinthDb.db, idempotencyTtlHours)
 
   app.setValidatorCompiler(validatorCompiler)
@@ -44,12 +47,13 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request, reply) {
     const item = await items.get(request.params.item_id)
     if (!item) throw new ItemNotFound(request.params.item_id)
-    return notModified(request, reply, item.version) ? reply : item
+    return etags && notModified(request, reply, item.version) ? reply : item
   })
 
   app.post('/items', { schema: schemas.createItem, onRequest: guards.write, ...idempotent }, async function createItem (request, reply) {
     const item = await items.create(request.body)
-    return reply.code(201).headers({ location: locationOf(request, item.id), etag: etagOf(item.version) }).send(item)
+    reply.code(201).header('location', locationOf(request, item.id))
+    return (etags ? reply.header('etag', etagOf(item.version)) : reply).send(item)
   })
 
   app.patch('/items/:item_id', {
@@ -59,16 +63,16 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     preValidation: async function emptyPatch (request) { request.body ??= {} }
   }, async function updateItem (request, reply) {
     const id = request.params.item_id
-    const versions = expectedVersions(request, requireIfMatch, `item ${id}`)
+    const versions = versionsOf(request, id)
     const item = await items.update(id, request.body, undefined, versions)
     if (!item) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
-    reply.header('etag', etagOf(item.version))
+    if (etags) reply.header('etag', etagOf(item.version))
     return item
   })
 
   app.delete('/items/:item_id', { schema: schemas.deleteItem, onRequest: guards.write }, async function deleteItem (request, reply) {
     const id = request.params.item_id
-    const versions = expectedVersions(request, requireIfMatch, `item ${id}`)
+    const versions = versionsOf(request, id)
     if (!await items.delete(id, undefined, versions)) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
     return reply.code(204).send(null)
   })

@@ -5,7 +5,13 @@ import { IdempotencyOptions } from '../../plugins/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
 import { InvalidCatalogOptions } from './errors.js'
 
-export const CatalogOptionsSchema = Type.Object({ ...PageLimitOptions(100), ...ConditionalOptions, ...IdempotencyOptions })
+export const CatalogOptionsSchema = Type.Object({
+  ...PageLimitOptions(100),
+  ...ConditionalOptions,
+  /** ETags and conditional requests; false for a host that keeps transaction ids (an ETag is one) to itself. */
+  etags: Type.Boolean({ default: true, errorMessage: 'must be a boolean' }),
+  ...IdempotencyOptions
+})
 
 /** DEFAULT_PAGE_LIMIT and MAX_PAGE_LIMIT in the server: a page of 20 unless asked, at most 100. */
 export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
@@ -18,5 +24,6 @@ export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
 export function resolveCatalogOptions (opts: CatalogOptions = {}) {
   const options = readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions)
   const limits = pageLimits(options, 20, InvalidCatalogOptions)
-  return { ...limits, requireIfMatch: options.requireIfMatch, idempotencyTtlHours: options.idempotencyTtlHours, guards: readGuards(opts, InvalidCatalogOptions) }
+  if (options.requireIfMatch && !options.etags) throw new InvalidCatalogOptions('requireIfMatch needs etags: without an ETag no client can send If-Match')
+  return { ...limits, requireIfMatch: options.requireIfMatch, etags: options.etags, idempotencyTtlHours: options.idempotencyTtlHours, guards: readGuards(opts, InvalidCatalogOptions) }
 }

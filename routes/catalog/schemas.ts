@@ -25,7 +25,11 @@ function listQuery (defaultLimit: number, maxLimit: number) {
   }, { additionalProperties: false })
 }
 
-export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, write }: Guards = {}) {
+export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, write }: Guards = {}, etags = true) {
+  const row = ref(ItemSchema)
+  // Without ETags, no conditional headers and none of their statuses.
+  const reads = etags ? { headers: ConditionalRead.headers, ok: withEtag(row), notModified: ConditionalRead.notModified } : { ok: row }
+  const writes = etags ? { headers: ConditionalWrite.headers, ok: withEtag(row), conditions: [412, 428] as const } : { ok: row, conditions: [] }
   return {
     listItems: guarded({
       operationId: 'listItems',
@@ -39,8 +43,8 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       summary: 'Read one item',
       tags,
       params: ItemIdParams,
-      headers: ConditionalRead.headers,
-      response: { 200: withEtag(ref(ItemSchema)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
+      headers: reads.headers,
+      response: { 200: reads.ok, ...reads.notModified, ...problemResponses(missing, 422, 503) }
     }, read),
     createItem: guarded({
       operationId: 'createItem',
@@ -48,7 +52,7 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       tags,
       body: ItemCreateSchema,
       headers: IdempotentCreate.headers,
-      response: { 201: created(ref(ItemSchema)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
+      response: { 201: created(row, etags), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
     }, write),
     updateItem: guarded({
       operationId: 'updateItem',
@@ -56,16 +60,16 @@ export function catalogSchemas (defaultLimit: number, maxLimit: number, { read, 
       tags,
       params: ItemIdParams,
       body: ItemUpdateSchema,
-      headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(ItemSchema)), ...problemResponses(400, missing, 412, 422, 428, 503) }
+      headers: writes.headers,
+      response: { 200: writes.ok, ...problemResponses(400, missing, ...writes.conditions, 422, 503) }
     }, write),
     deleteItem: guarded({
       operationId: 'deleteItem',
       summary: 'Delete an item',
       tags,
       params: ItemIdParams,
-      headers: ConditionalWrite.headers,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 412, 422, 428, 503) }
+      headers: writes.headers,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, ...writes.conditions, 422, 503) }
     }, write)
   }
 }

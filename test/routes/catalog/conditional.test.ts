@@ -1,4 +1,6 @@
 import t from 'tap'
+import catalog from '../../../routes/catalog/index.js'
+import { build } from '../../support/app.js'
 import { ITEMS, buildCatalog, createItem } from '../../support/catalog.js'
 import { conditionalTests, requiredIfMatchTests } from '../../support/conditional.js'
 
@@ -17,4 +19,34 @@ t.test('a created item carries the ETag a GET then sees', async (t) => {
 t.test('REQUIRE_IF_MATCH=true: writes without If-Match are 428', async (t) => {
   const strict = await buildCatalog(t, { REQUIRE_IF_MATCH: true })
   await requiredIfMatchTests(t, strict, { create: async () => `${ITEMS}/${(await createItem(strict, { name: 'lamp', price: 1 })).id}`, change })
+})
+
+t.test('etags: false: no ETag, If-None-Match and If-Match are not read, and the document says so', async (t) => {
+  const host = await build(t)
+  await host.register(catalog, { prefix: '/plain', etags: false })
+  const created = await host.inject({ method: 'POST', url: '/plain/items', payload: { name: 'lamp', price: 1 } })
+  t.equal(created.statusCode, 201)
+  t.equal(created.headers.etag, undefined, 'no ETag on a create')
+  t.equal(created.headers.location, `/plain/items/${created.json().id}`)
+  const url = `/plain/items/${created.json().id}`
+  const etag = (await app.inject({ method: 'GET', url: `${ITEMS}/${created.json().id}` })).headers.etag as string
+  const read = await host.inject({ method: 'GET', url, headers: { 'if-none-match': etag } })
+  t.equal(read.statusCode, 200, 'never 304')
+  t.equal(read.headers.etag, undefined)
+  const written = await host.inject({ method: 'PATCH', url, headers: { 'if-match': '"stale"' }, payload: { price: 2 } })
+  t.equal(written.statusCode, 200, 'If-Match is not read')
+  t.equal(written.headers.etag, undefined)
+  t.equal((await host.inject({ method: 'DELETE', url, headers: { 'if-match': '"stale"' } })).statusCode, 204)
+
+  const paths = host.swagger().paths as Record<string, Record<string, { responses: Record<string, { headers?: object }>, parameters?: Array<{ name: string }> }>>
+  const item = paths['/plain/items/{item_id}']!
+  t.notOk(item.get!.responses['304'], 'no 304 documented')
+  t.notOk(item.get!.responses['200']!.headers, 'no ETag header documented')
+  t.notOk(item.patch!.responses['412'] ?? item.patch!.responses['428'], 'no 412 or 428')
+  t.notOk([...item.get!.parameters ?? [], ...item.patch!.parameters ?? []].some((one) => /^if-/.test(one.name)), 'no conditional headers')
+})
+
+t.test('requireIfMatch without etags fails the boot', async (t) => {
+  const host = await build(t)
+  await t.rejects(async () => { await host.register(catalog, { prefix: '/plain', etags: false, requireIfMatch: true }).ready() }, /requireIfMatch needs etags/)
 })

@@ -46,13 +46,14 @@ t.test('bad page limits fail the boot with a message naming the option', async (
     [{ defaultLimit: 0 }, 'catalog plugin: defaultLimit must be an integer from 1 to maxLimit (got 0)'],
     [{ defaultLimit: 11, maxLimit: 10 }, 'catalog plugin: defaultLimit must be an integer from 1 to maxLimit (10) (got 11)'],
     [{ requireIfMatch: 'yes' }, 'catalog plugin: requireIfMatch must be a boolean (got "yes")'],
+    [{ etags: 'no' }, 'catalog plugin: etags must be a boolean (got "no")'],
     [{ idempotencyTtlHours: 0 }, 'catalog plugin: idempotencyTtlHours must be a whole number of hours from 1 to 8760 (got 0)']
   ]
   for (const [options, message] of cases) {
     t.throws(() => resolveCatalogOptions(options), { message, code: 'CATALOG_INVALID_OPTIONS' }, JSON.stringify(options))
   }
-  t.same(resolveCatalogOptions({}), { defaultLimit: 20, maxLimit: 100, requireIfMatch: false, idempotencyTtlHours: 24, guards: {} })
-  t.same(resolveCatalogOptions({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10, requireIfMatch: false, idempotencyTtlHours: 24, guards: {} }, 'the default page size never exceeds the maximum')
+  t.same(resolveCatalogOptions({}), { defaultLimit: 20, maxLimit: 100, requireIfMatch: false, etags: true, idempotencyTtlHours: 24, guards: {} })
+  t.same(resolveCatalogOptions({ maxLimit: 10 }), { defaultLimit: 10, maxLimit: 10, requireIfMatch: false, etags: true, idempotencyTtlHours: 24, guards: {} }, 'the default page size never exceeds the maximum')
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await app.register(dbPlugin, { client: await freshDatabase(t), migrate: false })
