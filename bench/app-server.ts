@@ -1,4 +1,5 @@
 import { API_PREFIX, buildApp } from '../app.js'
+import catalogPlugin from '../routes/catalog/index.js'
 import resourcePlugin from '../routes/resources/index.js'
 import { seedItems } from './seed-items.js'
 import { seedTasks } from './seed-tasks.js'
@@ -9,7 +10,8 @@ const BENCH_RATE_LIMITS = { RATE_LIMIT_REGISTER: 1e9, RATE_LIMIT_TOKEN: 1e9, RAT
 
 // bench/run.js always sets BENCH_DATABASE_URL for this child.
 main(async () => {
-  // BENCH_JWT_PRIVATE_KEY makes this the EdDSA server of the token-verify scenarios, BENCH_STATELESS the one without the session check.
+  // BENCH_JWT_PRIVATE_KEY makes this the EdDSA server of the token-verify scenarios, BENCH_STATELESS the one without
+  // the session check, BENCH_OBSERVED the one with metrics.
   const key = process.env.BENCH_JWT_PRIVATE_KEY
   const app = await buildApp({
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'memory://',
@@ -17,8 +19,12 @@ main(async () => {
     // Limits on, far above what a scenario sends from its one address: their cost is measured, they never trip.
     ...BENCH_RATE_LIMITS,
     ...(key ? { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key } : {}),
-    ...(process.env.BENCH_STATELESS ? { SESSION_CHECK: false } : {})
+    ...(process.env.BENCH_STATELESS ? { SESSION_CHECK: false } : {}),
+    // Metrics collected as a deployment with METRICS_PORT has them; nothing scrapes here.
+    ...(process.env.BENCH_OBSERVED ? { METRICS_PORT: 0 } : {})
   }, { logger: false })
+  // The catalog without ETags, for the scenarios that measure what ETags and metrics cost.
+  await app.register(catalogPlugin, { prefix: `/plain${API_PREFIX}`, etags: false })
   // A resource defined by its fields, next to the records one, so the two compare in one run.
   await app.register(resourcePlugin, { prefix: API_PREFIX, name: TASKS_TABLE, fields: TaskFields, indexes: TASK_INDEXES })
   // An in-memory PGlite can only be filled from inside this process: one INSERT ... SELECT here

@@ -4,18 +4,19 @@ import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured, type Request } from './load.js'
 import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
-import { allScenarioNames, onPostgres, scenarios } from './scenarios.js'
+import { allScenarioNames, observability, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
 import { generateKey } from '../plugins/auth/keys.js'
 import type { Scenario } from './scenario.js'
 
-const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--json] [--duration s] [--rounds n] [--decay s]
+const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--observability] [--json] [--duration s] [--rounds n] [--decay s]
   --quick      smoke run under a minute: every scenario once for 1 s, no warm-up, 100k rows for the 1m ones;
                exits 1 if any request failed or answered non-2xx (as every run does)
                (default: 3 rounds of 10 s after a 3 s warm-up)
   --only       run only these scenarios: ${allScenarioNames.join(', ')}
                (the *-1m ones need BENCH_DATABASE_URL=postgres://...)
+  --observability  only item-get and item-post with metrics on and ETags computed, against both off
   --json       also write bench/results/latest.json
   --duration   seconds per measured run      --rounds   rounds per scenario
   --decay      seconds of one long item-get run, first 10 s against last 10 s (default 60; quick 0 = off)`
@@ -34,11 +35,13 @@ function readFlags () {
     quick: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     only: { type: 'string' },
+    observability: { type: 'boolean', default: false },
     duration: { type: 'string' },
     rounds: { type: 'string' },
     decay: { type: 'string' }
   } as const)
-  const names = values.only?.split(',').map((name) => name.trim()).filter(Boolean)
+  if (values.observability && values.only) fail('--observability and --only each choose the scenarios; give one')
+  const names = values.observability ? observability.map((s) => s.name) : values.only?.split(',').map((name) => name.trim()).filter(Boolean)
   const unknown = names?.filter((name) => !allScenarioNames.includes(name)) ?? []
   if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`)
   const quick = values.quick
@@ -121,13 +124,14 @@ async function main () {
     // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
     const appEnv = { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000' }
     const wanted = (server: Scenario['server']) => flags.selected.some((scenario) => scenario.server === server)
-    const [bare, app, eddsa, stateless] = await Promise.all([
+    const [bare, app, eddsa, stateless, observed] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
       startServer('app', 'app-server', pinning, appEnv),
       wanted('eddsa') ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv, BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) }) : undefined,
-      wanted('stateless') ? startServer('app (SESSION_CHECK=false)', 'app-server', pinning, { ...appEnv, BENCH_STATELESS: '1' }) : undefined
+      wanted('stateless') ? startServer('app (SESSION_CHECK=false)', 'app-server', pinning, { ...appEnv, BENCH_STATELESS: '1' }) : undefined,
+      wanted('observed') ? startServer('app (metrics on)', 'app-server', pinning, { ...appEnv, BENCH_OBSERVED: '1' }) : undefined
     ])
-    const servers = { eddsa, stateless }
+    const servers = { eddsa, stateless, observed }
     const rows: Row[] = []
     const baseline: Measured[] = []
     for (const scenario of flags.selected) {
@@ -164,6 +168,10 @@ async function main () {
       }
       warnings.push(...problems(`bare before ${scenario.name}`, bareSamples), ...problems(scenario.name, samples))
       baseline.push(...bareSamples)
+    }
+    for (const scenario of flags.selected) {
+      const [row, other] = [scenario.name, scenario.against].map((name) => rows.find((one) => one.name === name))
+      if (row && other) notes.push(`${row.name}: ${(row.reqPerSec / other.reqPerSec).toFixed(2)} × ${other.name} (${row.reqPerSec.toFixed(0)} against ${other.reqPerSec.toFixed(0)} req/s)`)
     }
     if (baseline.length) rows.unshift(toRow('bare', baseline, baseline.map(() => 1), Math.max(...baseline.map((s) => s.peakRss))))
     if (flags.decay) {

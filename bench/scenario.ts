@@ -30,8 +30,10 @@ export interface Scenario {
   headers?: Record<string, string>
   /** Only offered on PostgreSQL (a million rows do not fit the PGlite-over-HTTP top-up). */
   postgresOnly?: boolean
-  /** Against another app server: one that signs with EdDSA, or one without the session check. */
-  server?: 'eddsa' | 'stateless'
+  /** Against another app server: one that signs with EdDSA, one without the session check, or one with metrics on. */
+  server?: 'eddsa' | 'stateless' | 'observed'
+  /** Also reported as a ratio to this scenario's req/s, when both ran. */
+  against?: string
   /**
    * Runs once before the scenario's rounds, against the app at `baseUrl` (e.g. to create a
    * user and log in); what it returns is merged into the request (e.g. an Authorization header).

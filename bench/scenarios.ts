@@ -8,6 +8,9 @@ import { resizeTasks } from './seed-tasks.js'
 export type { Scenario } from './scenario.js'
 
 const ITEMS = '/api/v1/items'
+// The catalog again, without ETags: bench/app-server.ts registers it for the observability pair.
+const PLAIN_ITEMS = '/plain/api/v1/items'
+const ITEM_BODY = { name: 'bench item', description: 'created by npm run bench', price: 9.99, in_stock: true }
 const RECORDS = '/api/v1/records'
 const TASKS = '/api/v1/tasks'
 // The same variable bench/run.ts hands to the app server.
@@ -131,6 +134,27 @@ const atOneMillion: Scenario[] = [
   }
 ]
 
+/** GETs of random items among 10,000, through the catalog at `prefix`. */
+const itemGet = (name: string, prefix: string, extra: Partial<Scenario> = {}): Scenario => ({
+  name,
+  path: prefix,
+  setup: async (baseUrl) => {
+    await catalogOf(10_000, baseUrl)
+    return { perConnection: randomIds(prefix, await itemIds(baseUrl, 10_000)) }
+  },
+  ...extra
+})
+
+const itemPost = (name: string, prefix: string, extra: Partial<Scenario> = {}): Scenario => ({ name, method: 'POST', path: prefix, body: ITEM_BODY, ...extra })
+
+/** Metrics on and ETags computed, against both off: `--observability` runs these four alone. */
+export const observability: Scenario[] = [
+  itemGet('item-get-plain', PLAIN_ITEMS),
+  itemGet('item-get-observed', ITEMS, { server: 'observed', against: 'item-get-plain' }),
+  itemPost('item-post-plain', PLAIN_ITEMS),
+  itemPost('item-post-observed', ITEMS, { server: 'observed', against: 'item-post-plain' })
+]
+
 const everyScenario: Scenario[] = [
   { name: 'health', path: '/api/v1/health' },
   { name: 'readiness', path: '/api/v1/health/ready' },
@@ -150,21 +174,10 @@ const everyScenario: Scenario[] = [
       return { perConnection: randomGets(Array.from({ length: 500 }, (_, page) => `${ITEMS}?offset=${page * 20}&limit=20`)) }
     }
   },
-  {
-    name: 'item-get',
-    path: ITEMS,
-    setup: async (baseUrl) => {
-      await catalogOf(10_000, baseUrl)
-      return { perConnection: randomIds(ITEMS, await itemIds(baseUrl, 10_000)) }
-    }
-  },
+  itemGet('item-get', ITEMS),
   ...atOneMillion,
-  {
-    name: 'item-post',
-    method: 'POST',
-    path: ITEMS,
-    body: { name: 'bench item', description: 'created by npm run bench', price: 9.99, in_stock: true }
-  },
+  itemPost('item-post', ITEMS),
+  ...observability,
   {
     name: 'item-patch',
     method: 'PATCH',
