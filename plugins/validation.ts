@@ -52,11 +52,21 @@ function finiteNumbersOnly (validate: Validate): Validate {
   return check
 }
 
+const passes: Validate = () => true
+
+/** Node gives each request header as text: a headers schema of optional, unconstrained strings only documents them, and cannot fail. */
+function documentsOnly (schema: { type?: unknown, required?: unknown[], properties?: Record<string, object> }): boolean {
+  return schema.type === 'object' && !schema.required?.length &&
+    Object.values(schema.properties ?? {}).every((property) => Object.keys(property).every((key) => key === 'type' || key === 'description') &&
+      (property as { type?: unknown }).type === 'string')
+}
+
 /** Each profile sets this on its own context, so its input contract holds in any host app. */
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  httpPart === 'body'
-    ? compileBody(schema as object)
-    : finiteNumbersOnly(compileText(schema as object))
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return compileBody(schema as object)
+  if (httpPart === 'headers' && documentsOnly(schema as object)) return passes
+  return finiteNumbersOnly(compileText(schema as object))
+}
 
 /** plinth's Fastify instance: TypeBox route schemas type the handlers. Every plugin and route module takes one. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>
