@@ -1,4 +1,4 @@
-import { and, asc, count, eq, getTableColumns, getTableName, gt, sql, type InferInsertModel, type InferSelectModel, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, getTableColumns, getTableName, gt, is, sql, SQL, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from './batch.js'
 import type { Database } from './client.js'
@@ -90,28 +90,35 @@ Repository<Row, InferInsertModel<T>> {
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
     await returning(exec.insert(table).values(rows)) as Found[]
 
-  // A batch whose rows send the same columns is prepared once per shape: building a wide multi-row
-  // INSERT cost more than running it. A null goes in the statement, not through a column's encoder.
+  // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
+  // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
+  // A column left out takes the table's default; a null is written as NULL.
+  const returnedList = sql.join(Object.values(fields).map((field) => is(field, SQL) ? field : sql.identifier(field.name)), sql`, `)
   const insertStatements = new Map<string, Runnable>()
+  function insertStatement (keys: string[]): Runnable {
+    const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
+    const text = sql`insert into ${table} (${columns}) select ${columns}
+      from json_populate_recordset(null::${table}, ${sql.placeholder('rows')}::json) returning ${returnedList}`
+    // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
+    const query = returning(db.insert(table).values({} as never))
+    return Object.assign(query, { getSQL: () => text }).prepare(`${name}_insert_${insertStatements.size}`)
+  }
+  const columnEntries = Object.entries(tableColumns)
+  // No column sent, a default computed in JavaScript, or a key that is not the column's name: the builder's VALUES.
+  const renamed = columnEntries.some(([key, column]) => key !== column.name)
+  const computedDefaults = columnEntries.filter(([, column]) => column.defaultFn !== undefined).map(([key]) => key)
+  const columnKeys = (row: object) => Object.keys(row).filter((key) => key in tableColumns && (row as Record<string, unknown>)[key] !== undefined)
   async function insertBatch (rows: Array<InferInsertModel<T>>): Promise<Found[]> {
-    const shapes = rows.map((row) => Object.keys(row).filter((key) => key in tableColumns && (row as Record<string, unknown>)[key] !== undefined)
-      .map((key) => (row as Record<string, unknown>)[key] === null ? `${key}=null` : key).sort().join(','))
-    if (shapes.some((shape) => shape !== shapes[0])) return insert(rows, db)
-    const shape = `${rows.length}:${shapes[0]!}`
+    const keys = columnKeys(rows[0]!).sort()
+    const shape = keys.join(',')
+    if (rows.some((row) => columnKeys(row).sort().join(',') !== shape)) return insert(rows, db)
+    if (keys.length === 0 || renamed || computedDefaults.some((key) => !keys.includes(key))) return insert(rows, db)
     let statement = insertStatements.get(shape)
     if (!statement) {
       if (insertStatements.size >= MAX_SHAPES) return insert(rows, db)
-      const keys = shapes[0]!.split(',').filter(Boolean)
-      const values = rows.map((_, i) => Object.fromEntries(keys.map((key) => key.endsWith('=null')
-        ? [key.slice(0, -5), sql`null`]
-        : [key, sql.placeholder(`${i}.${key}`)])))
-      insertStatements.set(shape, statement = returning(db.insert(table).values(values as never)).prepare(`${name}_insert_${insertStatements.size}`))
+      insertStatements.set(shape, statement = insertStatement(keys))
     }
-    const params: Record<string, unknown> = {}
-    rows.forEach((row, i) => {
-      for (const [key, value] of Object.entries(row)) if (value !== null && value !== undefined) params[`${i}.${key}`] = value
-    })
-    return await statement.execute(params) as Found[]
+    return await statement.execute({ rows: JSON.stringify(rows) }) as Found[]
   }
   const inserts = batched<InferInsertModel<T>, Found>(async (batch) => {
     let rows: Found[]
@@ -119,11 +126,12 @@ Repository<Row, InferInsertModel<T>> {
       rows = await insertBatch([...batch])
     } catch (err) {
       // A refused row (SQLSTATE class 22 or 23) fails the whole statement, which wrote nothing: each row is
-      // then tried alone, so only the offending ones fail. Any other error is every row's answer.
-      if (batch.length === 1 || !/^2[23]/.test(sqlState(err) ?? '')) throw err
+      // then tried alone as the builder sends it, so only the offending ones fail, each with the error its
+      // own values give. Any other error is every row's answer.
+      if (!/^2[23]/.test(sqlState(err) ?? '')) throw err
       return Promise.all(batch.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => e)))
     }
-    // Identity values are drawn in VALUES order, so ascending ids are the batch's order.
+    // The function scan feeds the insert in the array's order, so ascending ids are the batch's order.
     return rows.sort((a, b) => idOf(a) - idOf(b))
   })
 

@@ -68,6 +68,36 @@ t.test('a batch of mixed shapes, nulls and timestamps stores each row as sent, p
   t.equal(counted.queries(), 6, 'one statement per batch')
 })
 
+t.test('text that JSON must escape is stored exactly, and a batch the size varies keeps one statement per shape', async (t) => {
+  const texts = ['quote " and \\ backslash', 'tab\tnew\nline', 'é ü 漢字 😀', '{"looks": ["like", "json"]}', '\u2028\u2029', ' ']
+  for (const size of [1, 2, texts.length]) {
+    const made = await Promise.all(texts.slice(0, size).map((name, i) => repo.create({ name, price: i + 0.1 })))
+    t.same(made.map((row) => [row.name, row.price]), texts.slice(0, size).map((name, i) => [name, i + 0.1]), `a batch of ${size}, in order`)
+    for (const row of made) t.same(await repo.get(row.id), row, 'stored as returned')
+  }
+})
+
+t.test('a row the JSON form refuses is tried alone and fails with its own error; the others are stored', async (t) => {
+  const results = await Promise.allSettled([
+    repo.create({ name: 'kept', price: 1 }),
+    repo.create({ name: 'nul \u0000 inside', price: 2 })
+  ])
+  t.equal(results[0]!.status, 'fulfilled')
+  t.match((results[1] as PromiseRejectedResult).reason, { cause: { code: '22021' } }, 'the NUL byte, as text refuses it')
+  const alone = await repo.create({ name: 'nul \u0000 alone', price: 3 }).catch((err: unknown) => err)
+  t.match(alone, { cause: { code: '22021' } }, 'a batch of one is retried too')
+})
+
+t.test('a table whose keys are not its column names is inserted through the builder', async (t) => {
+  await client.db.execute(sql`create table renamed_columns (id integer generated always as identity primary key, display_name text not null)`)
+  const renamed = createRepository(client.db, pgTable('renamed_columns', {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    displayName: text('display_name').notNull()
+  }))
+  const made = await Promise.all(['one', 'two'].map((displayName) => renamed.create({ displayName })))
+  t.same(made.map(unversioned), [{ id: 1, displayName: 'one' }, { id: 2, displayName: 'two' }])
+})
+
 t.test('a refused row in a batch fails alone; the others are stored', async (t) => {
   const before = await repo.count()
   const results = await Promise.allSettled([
