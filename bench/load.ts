@@ -16,6 +16,8 @@ export interface Request {
   body?: string
   requests?: autocannon.Request[]
   perConnection?: () => autocannon.Request[]
+  /** A status answered by design, not counted as non-2xx (a revalidation's 304). */
+  expect?: number
 }
 
 export const BARE: Request = { method: 'GET', path: '/', headers: {} }
@@ -31,7 +33,8 @@ export async function prepare (scenario: Scenario, baseUrl: string, quick: boole
     headers: { ...(json ? { 'content-type': 'application/json' } : {}), ...headers },
     body: json ? JSON.stringify(body) : body as string | undefined,
     ...(requests ? { requests } : {}),
-    ...(perConnection ? { perConnection } : {})
+    ...(perConnection ? { perConnection } : {}),
+    ...(scenario.expect ? { expect: scenario.expect } : {})
   }
 }
 
@@ -44,7 +47,7 @@ export interface Measured extends Sample {
 
 /** One autocannon run of `seconds` against `server`, sampling its RSS twice a second. */
 export async function load (server: Server, request: Request, seconds: number): Promise<Measured> {
-  const { path, perConnection, ...rest } = request
+  const { path, perConnection, expect, ...rest } = request
   const options: autocannon.Options = { url: server.url + path, connections: CONNECTIONS, duration: seconds, ...rest }
   if (perConnection) options.setupClient = (client) => client.setRequests(perConnection())
   let peakRss = await server.rss()
@@ -56,7 +59,7 @@ export async function load (server: Server, request: Request, seconds: number): 
     const instance = autocannon(options)
     instance.on('tick', ({ counter }) => perSecond.push(counter))
     const result = await instance
-    return { ...toSample(result), peakRss: Math.max(peakRss, await server.rss()), perSecond }
+    return { ...toSample(result, expect), peakRss: Math.max(peakRss, await server.rss()), perSecond }
   } finally {
     clearInterval(sampler)
   }

@@ -41,6 +41,8 @@ export interface Scenario {
   setup?: (baseUrl: string, context: SetupContext) => Promise<RequestShape | void>
   /** Runs before every load run, warm-up included (e.g. to mint single-use refresh tokens). */
   beforeRun?: () => Promise<void>
+  /** A status the scenario answers by design (a revalidation's 304): not counted as non-2xx. */
+  expect?: number
   /** Also reported as a ratio to this bound, measured in the same run (login: argon2 verifies/s). */
   bound?: 'argon2'
 }

@@ -155,10 +155,25 @@ export const observability: Scenario[] = [
   itemPost('item-post-observed', ITEMS, { server: 'observed', against: 'item-post-plain' })
 ]
 
+const BROWSER_ENCODINGS = 'gzip, deflate, br'
+
 const everyScenario: Scenario[] = [
   { name: 'health', path: '/api/v1/health' },
   { name: 'readiness', path: '/api/v1/health/ready' },
   { name: 'openapi', path: '/docs/json' },
+  // As Swagger UI fetches it: a browser takes br and gzip.
+  { name: 'openapi-browser', path: '/docs/json', headers: { 'accept-encoding': BROWSER_ENCODINGS } },
+  {
+    // A browser that has it already asks whether it changed: a 304 with no body.
+    name: 'openapi-revalidate',
+    path: '/docs/json',
+    expect: 304,
+    setup: async (baseUrl) => {
+      const res = await fetch(`${baseUrl}/docs/json`, { headers: { 'accept-encoding': BROWSER_ENCODINGS } })
+      await res.arrayBuffer()
+      return { headers: { 'accept-encoding': BROWSER_ENCODINGS, 'if-none-match': res.headers.get('etag')! } }
+    }
+  },
   {
     name: 'items-list-10k',
     path: ITEMS,

@@ -1,7 +1,9 @@
 import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { problemResponses } from '../schemas/error.js'
+import { openapiDocument } from './openapi-document.js'
 import { assertBeforeRoutes } from './order.js'
 import type { App } from './validation.js'
 
@@ -65,6 +67,15 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
   })
 }
 
+/**
+ * Swagger UI's files keep their names from one version to the next, so they are cached for a week,
+ * not for ever; their ETag then revalidates them.
+ */
+const cachedForAWeek: onSendHookHandler = function cachedForAWeek (_request, reply, payload, done) {
+  if (reply.statusCode === 200) reply.header('cache-control', `public, max-age=${7 * 24 * 3600}`)
+  done(null, payload)
+}
+
 /** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept and gets plinth's routes. */
 async function docsPlugin (app: App, opts: DocsOptions) {
   if (app.hasDecorator('swagger')) {
@@ -85,6 +96,10 @@ async function docsPlugin (app: App, opts: DocsOptions) {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`)
     }
+  })
+  app.addHook('onRoute', function docsRoutes (route) {
+    if (route.url === `${DOCS_PREFIX}/json`) route.handler = openapiDocument(app)
+    if (route.url === `${DOCS_PREFIX}/static/*`) route.onSend = [...[route.onSend ?? []].flat(), cachedForAWeek]
   })
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,

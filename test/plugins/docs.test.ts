@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { build } from '../support/app.js'
 
@@ -50,4 +51,55 @@ t.test('Swagger UI keeps the authorization across reloads and calls no outside v
   t.equal(res.statusCode, 200)
   t.match(res.payload, /"persistAuthorization":\s*true/)
   t.match(res.payload, /"validatorUrl":\s*null/)
+})
+
+t.test('the document is sent as one text per version, compressed when the client takes it, and revalidated by ETag', async (t) => {
+  const plain = await app.inject({ method: 'GET', url: '/docs/json' })
+  t.equal(plain.headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(plain.headers['cache-control'], 'no-cache', 'kept, but asked again before use')
+  t.equal(plain.headers.vary, 'accept-encoding')
+  t.notOk(plain.headers['content-encoding'])
+  const etag = plain.headers.etag as string
+  t.match(etag, /^"[\w-]{27}"$/, 'a strong ETag')
+  const again = await app.inject({ method: 'GET', url: '/docs/json' })
+  t.equal(again.payload, plain.payload, 'the same text')
+  t.equal(again.headers.etag, etag, 'the same version')
+
+  const revalidated = await app.inject({ method: 'GET', url: '/docs/json', headers: { 'if-none-match': etag } })
+  t.equal(revalidated.statusCode, 304)
+  t.equal(revalidated.payload, '', 'no body')
+  t.equal(revalidated.headers.etag, etag)
+  const stale = await app.inject({ method: 'GET', url: '/docs/json', headers: { 'if-none-match': '"another"' } })
+  t.equal(stale.statusCode, 200, 'another tag gets the document')
+
+  for (const [accept, encoding, decode] of [
+    ['gzip, deflate, br', 'br', brotliDecompressSync],
+    ['gzip', 'gzip', gunzipSync],
+    ['br;q=0, gzip;q=0.5', 'gzip', gunzipSync]
+  ] as const) {
+    const res = await app.inject({ method: 'GET', url: '/docs/json', headers: { 'accept-encoding': accept } })
+    t.equal(res.headers['content-encoding'], encoding, accept)
+    t.equal(decode(res.rawPayload).toString(), plain.payload, `${encoding} holds the same document`)
+    t.ok(res.rawPayload.length * 5 < plain.rawPayload.length, `${encoding} is at most a fifth of the size`)
+    t.not(res.headers.etag, etag, 'each encoding is its own representation, with its own tag')
+    const cached = await app.inject({ method: 'GET', url: '/docs/json', headers: { 'accept-encoding': accept, 'if-none-match': res.headers.etag as string } })
+    t.equal(cached.statusCode, 304, `${encoding} revalidates by its own tag`)
+  }
+  const identityOnly = await app.inject({ method: 'GET', url: '/docs/json', headers: { 'accept-encoding': 'identity' } })
+  t.notOk(identityOnly.headers['content-encoding'], 'identity only: sent as it is')
+})
+
+t.test('Swagger UI\'s files are cached for a week and revalidated by their ETag; its initializer is not', async (t) => {
+  const css = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui.css' })
+  t.equal(css.statusCode, 200)
+  t.equal(css.headers['cache-control'], 'public, max-age=604800')
+  t.ok(css.headers.etag, 'an ETag to revalidate with')
+  const revalidated = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui.css', headers: { 'if-none-match': css.headers.etag as string } })
+  t.equal(revalidated.statusCode, 304)
+  const missing = await app.inject({ method: 'GET', url: '/docs/static/no-such-file.js' })
+  t.equal(missing.statusCode, 404)
+  t.not(missing.headers['cache-control'], 'public, max-age=604800', 'a 404 is not cached for a week')
+  const initializer = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' })
+  t.equal(initializer.statusCode, 200)
+  t.not(initializer.headers['cache-control'], 'public, max-age=604800', 'the initializer carries this server\'s settings')
 })
