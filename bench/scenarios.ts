@@ -57,14 +57,14 @@ const DRAWS = 1000
  * They are drawn and built once per connection, because autocannon's per-request rewriting cost
  * its core (which PostgreSQL shares) 7 µs a request that the bare route's fixed path does not.
  */
-function randomGets (paths: string[]): () => autocannon.Request[] {
-  return () => Array.from({ length: DRAWS }, () => ({ method: 'GET', path: paths[Math.floor(Math.random() * paths.length)]! }))
+function randomGets (paths: string[], request: Omit<autocannon.Request, 'path'> = { method: 'GET' }): () => autocannon.Request[] {
+  return () => Array.from({ length: DRAWS }, () => ({ ...request, path: paths[Math.floor(Math.random() * paths.length)]! }))
 }
 
-/** GETs of `prefix/<id>` with ids drawn at random. */
-function randomIds (prefix: string, ids: number[]) {
+/** GETs (or `request`) of `prefix/<id>` with ids drawn at random. */
+function randomIds (prefix: string, ids: number[], request?: Omit<autocannon.Request, 'path'>) {
   if (!ids.length) throw new Error(`no ids to request under ${prefix}`)
-  return randomGets(ids.map((id) => `${prefix}/${id}`))
+  return randomGets(ids.map((id) => `${prefix}/${id}`), request)
 }
 
 /**
@@ -195,6 +195,17 @@ const everyScenario: Scenario[] = [
   ...observability,
   {
     name: 'item-patch',
+    method: 'PATCH',
+    path: ITEMS,
+    setup: async (baseUrl) => {
+      await catalogOf(10_000, baseUrl)
+      const patch = { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ price: 19.99 }) }
+      return { perConnection: randomIds(ITEMS, await itemIds(baseUrl, 10_000), patch) }
+    }
+  },
+  {
+    // Every connection at one row: PostgreSQL's row lock, and the batch's rounds, put them in turn.
+    name: 'item-patch-hot',
     method: 'PATCH',
     path: ITEMS,
     body: { price: 19.99 },

@@ -93,15 +93,16 @@ Repository<Row, InferInsertModel<T>> {
   // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
   // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
   // A column left out takes the table's default; a null is written as NULL.
+  // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
+  const prepareText = (text: SQL, statementName: string): Runnable =>
+    Object.assign(returning(db.insert(table).values({} as never)), { getSQL: () => text }).prepare(statementName)
   const returnedList = sql.join(Object.values(fields).map((field) => is(field, SQL) ? field : sql.identifier(field.name)), sql`, `)
   const insertStatements = new Map<string, Runnable>()
   function insertStatement (keys: string[]): Runnable {
     const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
     const text = sql`insert into ${table} (${columns}) select ${columns}
       from json_populate_recordset(null::${table}, ${sql.placeholder('rows')}::json) returning ${returnedList}`
-    // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
-    const query = returning(db.insert(table).values({} as never))
-    return Object.assign(query, { getSQL: () => text }).prepare(`${name}_insert_${insertStatements.size}`)
+    return prepareText(text, `${name}_insert_${insertStatements.size}`)
   }
   const columnEntries = Object.entries(tableColumns)
   // No column sent, a default computed in JavaScript, or a key that is not the column's name: the builder's VALUES.
@@ -135,6 +136,68 @@ Repository<Row, InferInsertModel<T>> {
     return rows.sort((a, b) => idOf(a) - idOf(b))
   })
 
+  // The updates of one event-loop turn go as one JSON parameter through one statement prepared once:
+  // each row sets the columns its change has and keeps the others, under its own If-Match versions.
+  // The ids, gathered first as an array, make the rows found by the primary key, not by a scan.
+  const updatable = columnEntries.filter(([, column]) => column !== table.id)
+  const updatedAt = updatable.filter(([, column]) => column.onUpdateFn !== undefined)
+  const batchesUpdates = !renamed && updatedAt.every(([, column]) => is(column.onUpdateFn!(), SQL))
+  const quoted = (key: string) => sql.raw(`'${key.replaceAll("'", "''")}'`)
+  const updateText = sql`update ${table} set ${sql.join(updatable.map(([key, column]) => {
+    const kept = column.onUpdateFn ? column.onUpdateFn() as SQL : sql`${table}.${sql.identifier(column.name)}`
+    return sql`${sql.identifier(column.name)} = case when u.b ? ${quoted(key)} then (u.r).${sql.identifier(column.name)} else ${kept} end`
+  }), sql`, `)}
+    from (select (e->>'i')::${sql.raw(table.id.getSQLType())} as i, e->'v' as v, e->'b' as b, jsonb_populate_record(null::${table}, e->'b') as r
+      from jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e) as u
+    where ${table.id} = any(array(select (e->>'i')::${sql.raw(table.id.getSQLType())} from jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e))
+      and ${table.id} = u.i and (u.v is null or ${versionOf(table)} in (select jsonb_array_elements_text(u.v)))
+    returning ${returnedList}`
+  let updateStatement: Runnable | undefined
+
+  interface Change { id: number, change: Record<string, unknown>, versions?: string[] }
+  /** One change alone, as the builder sends it: outside a batch, and for a batch PostgreSQL refused. */
+  async function updateAlone ({ id, change, versions }: Change, tx?: Database): Promise<Found | null> {
+    const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
+    // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
+    const build = (exec: Database) => returning(exec.update(table)
+      .set(Object.fromEntries(columns.map((column) =>
+        [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
+      .where(versions ? and(eq(table.id, sql.placeholder('id')), isVersion) : eq(table.id, sql.placeholder('id'))))
+    const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',') + (versions ? ':versioned' : '')
+    // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
+    let statement = tx ? build(tx) : updates.get(shape)
+    if (!statement) updates.set(shape, statement = build(db).prepare(`${name}_update_${updates.size}`))
+    const params: Record<string, unknown> = { id, versions }
+    for (const column of columns) if (change[column] !== null) params[`set_${column}`] = change[column]
+    return ((await statement.execute(params)) as Found[])[0] ?? null
+  }
+  async function updateRound (round: Change[]): Promise<Array<Found | null | Error>> {
+    updateStatement ??= prepareText(updateText, `${name}_update_batch`)
+    let rows: Found[]
+    try {
+      rows = await updateStatement.execute({ rows: JSON.stringify(round.map(({ id, change, versions }) => ({ i: id, v: versions, b: change }))) }) as Found[]
+    } catch (err) {
+      // As for creates: a refused change (class 22 or 23) fails the statement, so each is tried alone.
+      if (!/^2[23]/.test(sqlState(err) ?? '')) throw err
+      return Promise.all(round.map((change) => updateAlone(change).catch((e: Error) => e)))
+    }
+    const byId = new Map(rows.map((row) => [idOf(row), row]))
+    return round.map(({ id }) => byId.get(id) ?? null)
+  }
+  const updateBatches = batched<Change, Found | null>(async (batch) => {
+    const results: Array<Found | null | Error> = []
+    // A row named twice in one UPDATE is written once: a row's later changes go in later rounds, in order.
+    let pending = batch.map((change, index) => ({ change, index }))
+    while (pending.length > 0) {
+      const ids = new Set<number>()
+      const round = pending.filter(({ change }) => !ids.has(change.id) && ids.add(change.id))
+      const answers = await updateRound(round.map(({ change }) => change))
+      round.forEach(({ index }, i) => { results[index] = answers[i]! })
+      pending = pending.filter(({ index }) => !(index in results))
+    }
+    return results
+  })
+
   return {
     async get (id, tx) {
       if (!tx) return lookups.load(id)
@@ -165,18 +228,8 @@ Repository<Row, InferInsertModel<T>> {
         const row = await this.get(id, tx)
         return row && versions && !versions.includes(row.version) ? null : row
       }
-      // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
-      const build = (exec: Database) => returning(exec.update(table)
-        .set(Object.fromEntries(columns.map((column) =>
-          [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
-        .where(versions ? and(eq(table.id, sql.placeholder('id')), isVersion) : eq(table.id, sql.placeholder('id'))))
-      const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',') + (versions ? ':versioned' : '')
-      // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
-      let statement = tx ? build(tx) : updates.get(shape)
-      if (!statement) updates.set(shape, statement = build(db).prepare(`${name}_update_${updates.size}`))
-      const params: Record<string, unknown> = { id, versions }
-      for (const column of columns) if (change[column] !== null) params[`set_${column}`] = change[column]
-      return ((await statement.execute(params)) as Found[])[0] ?? null
+      if (!tx && batchesUpdates) return updateBatches.load({ id, change, versions })
+      return updateAlone({ id, change, versions }, tx)
     },
     async delete (id, tx, versions) {
       const rows = await (tx ?? db).delete(table)

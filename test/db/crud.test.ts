@@ -220,3 +220,49 @@ t.test('the database refuses what the schema forbids', async (t) => {
   await t.rejects(repo.create({ name: 'neg', price: -1 }), 'price check constraint')
   await t.rejects(repo.create({ name: 'x'.repeat(129), price: 1 }), 'name length')
 })
+
+t.test('concurrent updates share one statement; each sets its own columns and gets its own row, or null', async (t) => {
+  const made = await Promise.all(['u1', 'u2', 'u3', 'u4'].map((name, i) => repo.create({ name, price: i, description: 'kept' })))
+  const counted = countingDatabase(client)
+  const countedRepo = createRepository(counted.db, items)
+  const [renamed, repriced, cleared, missing, stale] = await Promise.all([
+    countedRepo.update(made[0]!.id, { name: 'u1 renamed' }),
+    countedRepo.update(made[1]!.id, { price: 9.5, in_stock: false }),
+    countedRepo.update(made[2]!.id, { description: null }, undefined, [made[2]!.version]),
+    countedRepo.update(2147483647, { name: 'nobody' }),
+    countedRepo.update(made[3]!.id, { name: 'stale' }, undefined, ['1'])
+  ])
+  t.equal(counted.queries(), 1, 'one statement for five updates')
+  t.same([renamed?.name, renamed?.price, renamed?.description], ['u1 renamed', 0, 'kept'], 'only the name changed')
+  t.same([repriced?.name, repriced?.price, repriced?.in_stock], ['u2', 9.5, false])
+  t.same([cleared?.description, cleared?.name], [null, 'u3'], 'a null is written, under a matching version')
+  t.not(cleared?.version, made[2]!.version, 'a new version')
+  t.equal(missing, null, 'a missing row')
+  t.equal(stale, null, 'a stale version writes nothing')
+  t.equal((await repo.get(made[3]!.id))?.name, 'u4', 'the stale write left the row as it was')
+  for (const row of [renamed, repriced, cleared]) t.same(await repo.get(row!.id), row, `${row!.name} is stored as returned`)
+})
+
+t.test('concurrent updates of one row apply in order, each answered with the row after its own write', async (t) => {
+  const row = await repo.create({ name: 'hot', price: 0 })
+  const prices = Array.from({ length: 20 }, (_, i) => i + 1)
+  const answers = await Promise.all(prices.map((price) => repo.update(row.id, price % 2 ? { price } : { price, name: `hot ${price}` })))
+  t.same(answers.map((answer) => answer?.price), prices, 'each sees its own price')
+  t.same(answers.map((answer) => answer?.name), prices.map((price) => `hot ${price % 2 ? price - 1 || '' : price}`.trim()), 'and the name the writes before it left')
+  t.equal(new Set(answers.map((answer) => answer?.version)).size, 20, 'twenty versions')
+  const stored = await repo.get(row.id)
+  t.same(stored, answers.at(-1), 'the row is the last acknowledged write')
+})
+
+t.test('a refused update in a batch fails alone with its own error; the others are written', async (t) => {
+  const made = await Promise.all(['r1', 'r2', 'r3'].map((name) => repo.create({ name, price: 1 })))
+  const results = await Promise.allSettled([
+    repo.update(made[0]!.id, { price: 2 }),
+    repo.update(made[1]!.id, { price: -1 }),
+    repo.update(made[2]!.id, { name: 'x'.repeat(129) })
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'rejected'])
+  t.match((results[1] as PromiseRejectedResult).reason, { cause: { code: '23514' } }, 'the price check')
+  t.match((results[2] as PromiseRejectedResult).reason, { cause: { code: '22001' } }, 'the name is too long')
+  t.same((await Promise.all(made.map((row) => repo.get(row.id)))).map((row) => [row?.name, row?.price]), [['r1', 2], ['r2', 1], ['r3', 1]])
+})
