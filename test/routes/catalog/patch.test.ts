@@ -61,3 +61,20 @@ t.test('PATCH never touches another item', async (t) => {
   await patch(one!.id, { name: 'only me', description: null })
   t.same(await read(two!.id), two)
 })
+
+t.test('PATCHes racing on one row: none is lost, and the row ends as the last acknowledged one left it', async (t) => {
+  const item = await createItem(app, full)
+  const acknowledged: Array<{ price: number, etag: string }> = []
+  const changes = Array.from({ length: 30 }, (_, i) => i % 3 === 0 ? { price: i, name: `lamp ${i}` } : { price: i })
+  await Promise.all(changes.map(async (change) => {
+    const res = await patch(item.id, change)
+    t.equal(res.statusCode, 200)
+    t.equal(res.json().price, change.price, 'each answer shows its own write')
+    acknowledged.push({ price: res.json().price, etag: res.headers.etag as string })
+  }))
+  t.equal(new Set(acknowledged.map((answer) => answer.etag)).size, 30, 'thirty writes, thirty versions: none overwritten unseen')
+  const stored = await app.inject({ method: 'GET', url: `${ITEMS}/${item.id}` })
+  t.equal(stored.json().price, acknowledged.at(-1)!.price, 'the last acknowledged price')
+  t.equal(stored.headers.etag, acknowledged.at(-1)!.etag, 'and its version')
+  t.equal(stored.json().name, 'lamp 27', 'the last write that named it')
+})
