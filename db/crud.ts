@@ -90,13 +90,14 @@ Repository<Row, InferInsertModel<T>> {
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
     await returning(exec.insert(table).values(rows)) as Found[]
 
-  // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
-  // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
-  // A column left out takes the table's default; a null is written as NULL.
   // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
   const prepareText = (text: SQL, statementName: string): Runnable =>
     Object.assign(returning(db.insert(table).values({} as never)), { getSQL: () => text }).prepare(statementName)
   const returnedList = sql.join(Object.values(fields).map((field) => is(field, SQL) ? field : sql.identifier(field.name)), sql`, `)
+
+  // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
+  // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
+  // A column left out takes the table's default; a null is written as NULL.
   const insertStatements = new Map<string, Runnable>()
   function insertStatement (keys: string[]): Runnable {
     const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
