@@ -144,13 +144,14 @@ Repository<Row, InferInsertModel<T>> {
   const updatedAt = updatable.filter(([, column]) => column.onUpdateFn !== undefined)
   const batchesUpdates = !renamed && updatedAt.every(([, column]) => is(column.onUpdateFn!(), SQL))
   const quoted = (key: string) => sql.raw(`'${key.replaceAll("'", "''")}'`)
+  const changes = sql`jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e`
+  const changedId = sql`(e->>'i')::${sql.raw(table.id.getSQLType())}`
   const updateText = sql`update ${table} set ${sql.join(updatable.map(([key, column]) => {
     const kept = column.onUpdateFn ? column.onUpdateFn() as SQL : sql`${table}.${sql.identifier(column.name)}`
     return sql`${sql.identifier(column.name)} = case when u.b ? ${quoted(key)} then (u.r).${sql.identifier(column.name)} else ${kept} end`
   }), sql`, `)}
-    from (select (e->>'i')::${sql.raw(table.id.getSQLType())} as i, e->'v' as v, e->'b' as b, jsonb_populate_record(null::${table}, e->'b') as r
-      from jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e) as u
-    where ${table.id} = any(array(select (e->>'i')::${sql.raw(table.id.getSQLType())} from jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e))
+    from (select ${changedId} as i, e->'v' as v, e->'b' as b, jsonb_populate_record(null::${table}, e->'b') as r from ${changes}) as u
+    where ${table.id} = any(array(select ${changedId} from ${changes}))
       and ${table.id} = u.i and (u.v is null or ${versionOf(table)} in (select jsonb_array_elements_text(u.v)))
     returning ${returnedList}`
   let updateStatement: Runnable | undefined

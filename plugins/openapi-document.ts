@@ -11,14 +11,15 @@ interface SentDocument {
   encoded: Map<Encoding, Buffer>
 }
 
-const ENCODINGS = ['br', 'gzip'] as const
-type Encoding = typeof ENCODINGS[number]
+type Encoding = 'br' | 'gzip'
 
-// Quality 5 compresses the document about as small as gzip's best, in a millisecond or two, once.
+// Brotli's quality 5: its default, 11, takes tens of times as long for a few percent smaller.
 const encoders: Record<Encoding, (json: string) => Buffer> = {
   br: (json) => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }),
   gzip: (json) => gzipSync(json)
 }
+// In order of preference, for the negotiation.
+const ENCODINGS = Object.keys(encoders) as Encoding[]
 
 const sent = new WeakMap<object, SentDocument>()
 
@@ -46,7 +47,7 @@ function encodedOf (form: SentDocument, encoding: Encoding): Buffer {
 export function openapiDocument (app: FastifyInstance): RouteHandlerMethod {
   return function sendDocument (request, reply) {
     const form = sentForm(app.swagger())
-    const encoding = negotiate(request.headers['accept-encoding'] ?? '', [...ENCODINGS]) as Encoding | null
+    const encoding = negotiate(request.headers['accept-encoding'] ?? '', ENCODINGS) as Encoding | null
     reply.header('vary', 'accept-encoding').header('cache-control', 'no-cache')
     if (notModified(request, reply, encoding ? `${form.hash}-${encoding}` : form.hash)) return reply
     reply.type('application/json; charset=utf-8')
