@@ -7,19 +7,34 @@ export function batched<K, V> (load: (keys: readonly K[]) => Promise<ArrayLike<V
   return new DataLoader(load, { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (flush) => setImmediate(flush) })
 }
 
-/** `run`, one call per event-loop turn and `keyOf`, shared by its callers, who must not mutate the result. */
+const settled = () => undefined
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * `run` shared by every caller of one `keyOf` whose call has not started yet, who must not mutate
+ * the result. A call starts on the next turn, or when the key's running call ends: callers that
+ * arrive while it runs share the one after it, which still sees every write acknowledged before
+ * they asked, and a hot key keeps at most one call in the database.
+ */
 export function coalesced<K, V> (run: (key: K) => Promise<V>, keyOf: (key: K) => string): (key: K) => Promise<V> {
-  const loader = batched<K, V>(async (keys) => {
-    const calls = new Map<string, Promise<V | Error>>()
-    return Promise.all(keys.map((key) => {
-      const id = keyOf(key)
-      let call = calls.get(id)
-      if (!call) {
-        call = run(key).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)))
-        calls.set(id, call)
-      }
-      return call
-    }))
-  })
-  return (key) => loader.load(key)
+  const waiting = new Map<string, Promise<V>>()
+  const running = new Map<string, Promise<V>>()
+  const start = (id: string, key: K) => {
+    waiting.delete(id)
+    const call = run(key)
+    running.set(id, call)
+    const ended = () => { if (running.get(id) === call) running.delete(id) }
+    call.then(ended, ended)
+    return call
+  }
+  return (key) => {
+    const id = keyOf(key)
+    let call = waiting.get(id)
+    if (!call) {
+      const before = running.get(id)
+      call = (before ? before.then(settled, settled) : nextTurn()).then(() => start(id, key))
+      waiting.set(id, call)
+    }
+    return call
+  }
 }

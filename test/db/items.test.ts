@@ -129,6 +129,18 @@ t.test('the same page asked for at once is read once; other pages get their own 
   t.equal(counted.queries(), 2 + 1 + 2, 'one query per distinct page: two offset pages, a keyset page, a search (rows and count)')
 })
 
+t.test('a short search page tells its total without counting; an empty page past the end still counts', async (t) => {
+  const counted = countingDatabase(client)
+  const shared = createItemRepository(counted.db)
+  const widgets = (await repo.list({ offset: 0, limit: 100 })).filter((item) => item.name.startsWith('Widget'))
+  t.same(await shared.page({ q: 'widget', offset: 20, limit: 10 }), { rows: widgets.slice(20), total: 25 })
+  t.equal(counted.queries(), 1, 'the last page is its own count')
+  t.same(await shared.page({ q: 'no such name', offset: 0, limit: 10 }), { rows: [], total: 0 })
+  t.equal(counted.queries(), 2, 'an empty first page means no match')
+  t.same(await shared.page({ q: 'widget', offset: 30, limit: 10 }), { rows: [], total: 25 }, 'past the end, the matches are counted')
+  t.equal(counted.queries(), 4)
+})
+
 t.test('a shared page is read after the writes acknowledged before it, and an error reaches every caller', async (t) => {
   const before = await repo.page({ offset: 0, limit: 1 })
   const created = await repo.create({ name: 'just made', price: 1 })
