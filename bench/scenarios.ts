@@ -123,6 +123,13 @@ const atOneMillion: Scenario[] = [
     setup: async (baseUrl, { quick }) => { await catalogOf(large(quick), baseUrl) }
   },
   {
+    // A common term: one name in eight contains "desk", so the exact total counts 125,000 matches.
+    name: 'items-search-common-1m',
+    path: `${ITEMS}?q=desk`,
+    postgresOnly: true,
+    setup: async (baseUrl, { quick }) => { await catalogOf(large(quick), baseUrl) }
+  },
+  {
     // The contrast: the same depth through offset, whose cost grows with it.
     name: 'items-offset-1m',
     path: ITEMS,
