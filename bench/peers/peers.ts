@@ -13,7 +13,7 @@ const START_TIMEOUT_MS = 60_000
 /** Where the README's install command puts Platformatic DB; PLATFORMATIC_DIR overrides it. */
 export const DEFAULT_PLATFORMATIC_DIR = '/tmp/plinth-peers/platformatic'
 
-/** A server under load: where to send the two scenarios' requests. */
+/** A server under load: where to send the three scenarios' requests. */
 export interface Target {
   name: string
   url: string
@@ -23,6 +23,8 @@ export interface Target {
   listPath: string
   /** How the list's total is read back, to check the peer serves the seeded table. */
   total (body: unknown, headers: Headers): number
+  /** Path of the 20 open tasks of highest priority (ties by id, descending), without a total. */
+  tasksPath: string
   rss (): Promise<number>
 }
 
@@ -128,6 +130,7 @@ export const fastapi: Peer = {
           itemPath: (id) => `/items/${id}`,
           listPath: '/items?offset=0&limit=20',
           total: (body) => (body as { total: number }).total,
+          tasksPath: '/tasks?status=open&sort=-priority&limit=20',
           rss
         }
       }
@@ -151,8 +154,8 @@ export const platformatic: Peer = {
         const port = await freePort()
         const url = `http://127.0.0.1:${port}`
         const folder = mkdtempSync(join(tmpdir(), 'plinth-peers-'))
-        // No migrations: Platformatic reads the schema plinth's migrations made and generates
-        // REST routes for `items` only. Logging, GraphQL and events off, as in the other servers;
+        // No migrations: Platformatic reads the schema plinth's migrations and resource plugin
+        // made and generates REST routes for `items` and `tasks` only. Logging, GraphQL and events off, as in the other servers;
         // the same pool size as plinth's postgres.js client.
         const config = {
           // 'fatal': requests still queued when the run stops it fail noisily; errors under load show as non-2xx.
@@ -160,7 +163,7 @@ export const platformatic: Peer = {
           db: {
             connectionString: database,
             poolSize: POOL,
-            include: { items: true },
+            include: { items: true, tasks: true },
             openapi: true,
             graphql: false,
             events: false
@@ -180,6 +183,9 @@ export const platformatic: Peer = {
             // orderby the rows come in no defined order, and plinth's pages are ordered by id.
             listPath: '/items?limit=20&offset=0&totalCount=true&orderby.id=asc',
             total: (_body, headers) => Number(headers.get('x-total-count')),
+            // No totalCount: plinth's list sends X-Total-Count only with count=exact. orderby.id
+            // breaks the ties in plinth's direction (the sort's last field).
+            tasksPath: '/tasks?where.status.eq=open&orderby.priority=desc&orderby.id=desc&limit=20',
             rss
           }
         } finally {
@@ -207,6 +213,7 @@ export const postgresJs: Peer = {
           itemPath: (id) => `/items/${id}`,
           listPath: '/items?offset=0&limit=20',
           total: (body) => (body as { total: number }).total,
+          tasksPath: '/tasks?status=open&sort=-priority&limit=20',
           rss: () => server.rss()
         }
       }

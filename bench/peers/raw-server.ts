@@ -6,8 +6,13 @@ import { POOL } from '../../db/client.js'
 import { ref } from '../../schemas/common.js'
 import { ItemIdParams, ItemPageSchema, ItemSchema } from '../../schemas/item.js'
 import { main } from '../child.js'
+import { TaskFields } from '../tasks.js'
 
 const COLUMNS = 'id, name, description, price, in_stock, created_at'
+const TASK_COLUMNS = 'id, created_at, updated_at, title, status, priority, estimate, due, remind_at, done, tags'
+// Whitelisted, as a hand-written route does: the sort is SQL text, not a parameter. Ties by id
+// in the sort's direction, as plinth's (its (priority, id) index serves both).
+const TASK_SORTS = { id: 'id', priority: 'priority, id', '-priority': 'priority desc, id desc' } as const
 
 /**
  * The reference the issue's figures start from: bare Fastify and postgres.js with its defaults
@@ -38,6 +43,28 @@ main(async () => {
     ])
     const total = (count as { total: number }).total
     return { items: rows as never, total, offset, limit, has_next: offset + rows.length < total }
+  })
+
+  // The task rows as plinth's resource writes them: its fields and the three the server sets.
+  const Task = Type.Object({
+    id: Type.Integer(),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+    ...TaskFields.properties
+  })
+  const TaskQuery = Type.Object({
+    status: Type.Optional(TaskFields.properties.status),
+    sort: Type.Union(Object.keys(TASK_SORTS).map((key) => Type.Literal(key)), { default: 'id' }),
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 })
+  })
+  app.get('/tasks', { schema: { querystring: TaskQuery, response: { 200: Type.Array(Task) } } }, async (request) => {
+    const { status, sort, limit } = request.query
+    const order = TASK_SORTS[sort as keyof typeof TASK_SORTS]
+    // One query per request, the filter as a parameter; no total, as plinth's list sends none unasked.
+    const rows = status === undefined
+      ? await sql.unsafe(`select ${TASK_COLUMNS} from tasks order by ${order} limit $1`, [limit], { prepare: true })
+      : await sql.unsafe(`select ${TASK_COLUMNS} from tasks where status = $1 order by ${order} limit $2`, [status, limit], { prepare: true })
+    return rows as never
   })
   return app
 })

@@ -1,16 +1,19 @@
 import { loadavg } from 'node:os'
 import autocannon from 'autocannon'
+import postgres from 'postgres'
 import { failWith, readArgs } from '../flags.js'
 import { CONNECTIONS } from '../load.js'
 import { median, problems, redact, sum, textTable, toSample, type Sample } from '../report.js'
 import { resizeItems } from '../seed-items.js'
+import { resizeTasks } from '../seed-tasks.js'
 import { killServers, pinCpus, startServer, stopServers, type Server } from '../servers.js'
 import { peers, type Target } from './peers.js'
 
-const USAGE = `usage: BENCH_DATABASE_URL=postgres://... npm run bench:peers -- [--quick] [--duration s] [--rounds n] [--items n]
+const USAGE = `usage: BENCH_DATABASE_URL=postgres://... npm run bench:peers -- [--quick] [--duration s] [--rounds n] [--items n] [--tasks n]
   --quick      one 3 s round per scenario after a 1 s warm-up (default: 3 rounds of 10 s after 3 s)
   --duration   seconds per measured run      --rounds   rounds per scenario
   --items      rows in the items table (default 10000); the table is emptied and reseeded
+  --tasks      rows in the tasks table (default 10000); the table is emptied and reseeded
 Peers run when installed (see bench/peers/README.md): FastAPI (Python packages), Platformatic DB 2.x
 (PLATFORMATIC_DIR, default /tmp/plinth-peers/platformatic).`
 
@@ -30,13 +33,18 @@ function readFlags () {
     quick: { type: 'boolean', default: false },
     duration: { type: 'string' },
     rounds: { type: 'string' },
-    items: { type: 'string' }
+    items: { type: 'string' },
+    tasks: { type: 'string' }
   } as const)
   const items = positive('items', values.items, 10_000)
   if (!Number.isInteger(items) || items < PAGE) fail(`--items must be an integer of at least ${PAGE}`)
+  // A third of the seeded tasks are open: a full page needs three pages' worth.
+  const tasks = positive('tasks', values.tasks, 10_000)
+  if (!Number.isInteger(tasks) || tasks < 3 * PAGE) fail(`--tasks must be an integer of at least ${3 * PAGE}`)
   return {
     mode: values.quick ? 'quick' : 'full',
     items,
+    tasks,
     warmup: values.quick ? 1 : 3,
     duration: positive('duration', values.duration, values.quick ? 3 : 10),
     rounds: Math.ceil(positive('rounds', values.rounds, values.quick ? 1 : 3))
@@ -51,6 +59,8 @@ function plinthTarget (server: Server): Target {
     itemPath: (id) => `/api/v1/items/${id}`,
     listPath: `/api/v1/items?offset=0&limit=${PAGE}`,
     total: (body) => (body as { total: number }).total,
+    // bench/scenarios.ts's tasks-list-10k; no count=exact, so no total.
+    tasksPath: `/api/v1/tasks/?status=open&sort=-priority&limit=${PAGE}`,
     rss: () => server.rss()
   }
 }
@@ -67,11 +77,23 @@ const scenarios: Scenario[] = [
     name: 'item-get',
     path: (target, items) => () => target.itemPath(1 + Math.floor(Math.random() * items))
   },
-  { name: 'items-list', path: (target) => () => target.listPath }
+  { name: 'items-list', path: (target) => () => target.listPath },
+  { name: 'tasks-list', path: (target) => () => target.tasksPath }
 ]
 
+/** The ids the filtered list must answer, read straight from the table. */
+async function openTaskIds (database: string) {
+  const sql = postgres(database, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql<Array<{ id: number }>>`select id from tasks where status = 'open' order by priority desc, id desc limit ${PAGE}`
+    return rows.map((row) => row.id)
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
+
 /** Refuses a target that does not serve the seeded table: the numbers would compare nothing. */
-async function check (target: Target, items: number) {
+async function check (target: Target, items: number, taskIds: number[]) {
   const item = await fetch(target.url + target.itemPath(items))
   const body = await item.json() as { id?: number }
   if (item.status !== 200 || body.id !== items) throw new Error(`${target.name}: GET item ${items} answered ${item.status} ${JSON.stringify(body)}`)
@@ -81,6 +103,12 @@ async function check (target: Target, items: number) {
   const total = target.total(page, list.headers)
   if (list.status !== 200 || rows.length !== PAGE || total !== items) {
     throw new Error(`${target.name}: the list answered ${list.status} with ${rows.length} rows and total ${total} (expected ${PAGE} and ${items})`)
+  }
+  const tasks = await fetch(target.url + target.tasksPath)
+  const found = await tasks.json() as unknown
+  const ids = Array.isArray(found) ? found.map((task: { id?: unknown }) => task.id).join(',') : JSON.stringify(found)
+  if (tasks.status !== 200 || ids !== taskIds.join(',')) {
+    throw new Error(`${target.name}: the tasks list answered ${tasks.status} with ids ${ids} (expected ${taskIds.join(',')})`)
   }
 }
 
@@ -127,7 +155,7 @@ async function main () {
 
   const pinning = pinCpus()
   console.log(`plinth peers (${flags.mode}): ${flags.rounds} round(s) of ${flags.duration} s after ${flags.warmup} s warm-up, ` +
-    `${CONNECTIONS} connections, ${flags.items} items, Node ${process.version}`)
+    `${CONNECTIONS} connections, ${flags.items} items, ${flags.tasks} tasks, Node ${process.version}`)
   console.log(`database: ${redact(database)}; CPUs: ${pinning.note}; load average ${loadavg()[0]!.toFixed(2)}`)
   for (const { peer, detection } of detected) console.log(`${peer.name}: ${detection.available ? detection.note : detection.reason}`)
 
@@ -136,19 +164,23 @@ async function main () {
     await resizeItems(database, 0)
     const { ms } = await resizeItems(database, flags.items)
     console.error(`items: ${flags.items} seeded in ${(ms / 1000).toFixed(1)} s`)
+    await resizeTasks(database, 0)
+    const seeded = await resizeTasks(database, flags.tasks)
+    console.error(`tasks: ${flags.tasks} seeded in ${(seeded.ms / 1000).toFixed(1)} s`)
+    const taskIds = await openTaskIds(database)
 
     const [bare, app] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
       startServer('app', 'app-server', pinning, { BENCH_DATABASE_URL: database })
     ])
     const targets: Target[] = [plinthTarget(app)]
-    await check(targets[0]!, flags.items)
+    await check(targets[0]!, flags.items, taskIds)
     const failures: string[] = []
     for (const { peer, detection } of available) {
       if (!detection.available) continue
       try {
         const target = await detection.start(database, pinning)
-        await check(target, flags.items)
+        await check(target, flags.items, taskIds)
         targets.push(target)
       } catch (err) {
         failures.push(`${peer.name}: failed: ${err instanceof Error ? err.message : err}`)
@@ -197,6 +229,8 @@ async function main () {
     console.log('\nmedians over rounds; × bare and × plinth compare runs of the same round; non-2xx and errors summed over rounds')
     console.log(`item-get: a random id of 1..${flags.items}; items-list: the first ${PAGE} by id with the total ` +
       '(plinth: a trigger-kept counter; postgres.js, fastapi and platformatic: count(*))')
+    console.log(`tasks-list: the first ${PAGE} of ${flags.tasks} tasks with status open by priority descending, then id descending, ` +
+      'no total; every server answered the same ids before its load')
     for (const { peer, detection } of detected) if (!detection.available) console.log(`${peer.name}: ${detection.reason}`)
     if (failures.length) console.log(failures.join('\n'))
     if (warnings.length) console.log('\n' + warnings.join('\n'))
