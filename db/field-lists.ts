@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import createError from '@fastify/error'
-import { and, asc, count, desc, eq, getTableColumns, getTableName, or, sql, type InferSelectModel, type Placeholder, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, getTableColumns, getTableName, or, sql, type InferSelectModel, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { FieldKind } from '../schemas/fields.js'
 import type { Database } from './client.js'
@@ -74,21 +74,29 @@ interface Key {
 
 const COMPARISONS: Partial<Record<FilterOp, string>> = { eq: '=', ne: 'is distinct from', lt: '<', lte: '<=', gt: '>', gte: '>=' }
 
-function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter): SQL {
+/** A value in a statement: its placeholder in one prepared for every request of its shape, or the value itself. */
+type Bind = (name: string, value: unknown) => unknown
+
+function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bind: Bind, name: string): SQL {
   const comparison = COMPARISONS[op]
-  if (comparison !== undefined) return sql`${column} ${sql.raw(comparison)} ${value}`
+  if (comparison !== undefined) return sql`${column} ${sql.raw(comparison)} ${bind(name, value)}`
   if (op === 'in') {
     const values = value as unknown[]
-    return values.length === 0 ? sql`false` : sql`${column} in (${sql.join(values.map((each) => sql`${each}`), sql`, `)})`
+    return values.length === 0 ? sql`false` : sql`${column} in (${sql.join(values.map((each, i) => sql`${bind(`${name}_${i}`, each)}`), sql`, `)})`
   }
   if (op === 'contains') {
     // @> rather than = any(): a GIN index on the array can serve it.
-    return kind === 'text[]' ? sql`${column} @> array[${value}::text]` : sql`${column} ilike ${containsPattern(value as string)} escape '\\'`
+    return kind === 'text[]'
+      ? sql`${column} @> array[${bind(name, value)}::text]`
+      : sql`${column} ilike ${bind(name, containsPattern(value as string))} escape '\\'`
   }
   if (value === 'null') return sql`${column} is null`
   if (value === 'not_null') return sql`${column} is not null`
   throw new Error(`filter ${column.name}[is] takes 'null' or 'not_null', not ${String(value)}`)
 }
+
+/** What a filter's SQL depends on besides its values: the column, the operator, how many values `in` has, which `is`. */
+const filterShape = ({ column, op, value }: Filter) => `${column}.${op}${op === 'in' ? (value as unknown[]).length : op === 'is' ? String(value) : ''}`
 
 /** Rows strictly after `value` in the key's order, where NULL sorts above every value (ASC NULLS LAST, DESC NULLS FIRST); undefined when none can be. */
 function beyond ({ column, descending }: Key, value: unknown): SQL | undefined {
@@ -165,7 +173,13 @@ function decode (cursor: string, keys: Key[], fingerprint: string): unknown[] {
   return values
 }
 
-interface Runnable { execute (values: Record<string, unknown>): Promise<unknown> }
+interface Runnable<R> { execute (values: Record<string, unknown>): Promise<R> }
+interface Preparable<R> extends Runnable<R> { prepare (name: string): Runnable<R> }
+/** A list statement's parts that hold values. */
+interface Parts { matching?: SQL, after?: SQL, limit: number, offset: number }
+
+// Statements kept prepared per lister, rows and counts each; a list of another shape is built for its request alone.
+const MAX_SHAPES = 64
 
 /**
  * The list of a table whose columns are named like `columnKinds`' keys (id, created_at... and the fields):
@@ -183,12 +197,6 @@ export function createFieldLister<T extends PgTable, Row extends object = InferS
   function columnOf (key: string): { column: PgColumn, kind: FieldKind } {
     if (!Object.hasOwn(kinds, key) || !Object.hasOwn(columns, key)) throw new Error(`${name} has no column ${key}`)
     return { column: columns[key]!, kind: kinds[key]! }
-  }
-
-  function filterOf (filter: Filter): SQL {
-    const { column, kind } = columnOf(filter.column)
-    if (!OPERATORS[kind].includes(filter.op)) throw new Error(`${filter.column} (${kind}) has no ${filter.op} filter`)
-    return condition(column, kind, filter)
   }
 
   function keyOf (key: string, descending: boolean): Key {
@@ -212,55 +220,70 @@ export function createFieldLister<T extends PgTable, Row extends object = InferS
     .update(`${name}:${keys.map((key) => `${key.descending ? '-' : ''}${key.name}`).join(',')}`)
     .digest('base64url').slice(0, 12)
 
-  const ownedBy = (owner: number | Placeholder) => eq(columnOf('owner_id').column, owner)
-
-  const selectPage = (exec: Database, where: SQL | undefined, keys: Key[], limit: number | Placeholder, offset: number | Placeholder) =>
-    (selection ? exec.select({ ...Object.fromEntries(keys.map((key) => [key.name, key.column])), ...selection }) : exec.select()).from(table as PgTable).where(where)
-      .orderBy(...keys.map((key) => key.descending ? desc(key.column) : asc(key.column)))
-      .limit(limit).offset(offset)
-
-  // The common case, unfiltered and by id, is built once per shape: the query builder costs more than the query.
-  const byId = [keyOf('id', false)]
-  const idPage = (exec: Database, shape: { after: boolean, owned: boolean }) => selectPage(exec,
-    and(shape.owned ? ownedBy(sql.placeholder('owner')) : undefined, shape.after ? after(byId, [sql.placeholder('after')]) : undefined),
-    byId, sql.placeholder('limit'), sql.placeholder('offset'))
-  const idPages = new Map<string, Runnable>()
-
-  function idStatement (shape: { after: boolean, owned: boolean }, tx?: Database): Runnable {
-    if (tx) return idPage(tx, shape)
-    const id = `${shape.after ? 'after' : 'first'}${shape.owned ? '_owned' : ''}`
-    let statement = idPages.get(id)
-    if (!statement) idPages.set(id, statement = idPage(db, shape).prepare(`${name}_rows_${id}`))
-    return statement
+  /** The filters and the owner: what the rows and the count share. */
+  function matching ({ filters, ownerId }: ListRequest, bind: Bind): SQL | undefined {
+    const conditions = filters.map((filter, i) => {
+      const { column, kind } = columnOf(filter.column)
+      if (!OPERATORS[kind].includes(filter.op)) throw new Error(`${filter.column} (${kind}) has no ${filter.op} filter`)
+      return condition(column, kind, filter, bind, `f${i}`)
+    })
+    return and(...conditions, ownerId === undefined ? undefined : eq(columnOf('owner_id').column, bind('owner', ownerId)))
   }
 
-  async function rowsOf (request: ListRequest, keys: Key[], matching: SQL | undefined, position: unknown[] | undefined, tx?: Database) {
-    const { limit, offset, ownerId } = request
-    if (request.filters.length === 0 && keys.length === 1 && !keys[0]!.descending) {
-      const statement = idStatement({ after: position !== undefined, owned: ownerId !== undefined }, tx)
-      return await statement.execute({ after: position?.[0], owner: ownerId, limit: limit + 1, offset }) as Row[]
+  /** Every value of the list's statement, each through `bind`. */
+  function bound (request: ListRequest, keys: Key[], position: unknown[] | undefined, bind: Bind): Parts {
+    return {
+      matching: matching(request, bind),
+      after: position && after(keys, position.map((value, i) => value === null ? null : bind(`p${i}`, value))),
+      limit: bind('limit', request.limit + 1) as number,
+      offset: bind('offset', request.offset) as number
     }
-    const where = and(matching, position && after(keys, position))
-    return await selectPage(tx ?? db, where, keys, limit + 1, offset) as Row[]
   }
 
-  async function countOf (matching: SQL | undefined, tx?: Database): Promise<number> {
-    const [row] = await (tx ?? db).select({ total: count() }).from(table as PgTable).where(matching)
-    return row!.total
+  function selectPage (exec: Database, keys: Key[], parts: Parts): Preparable<Row[]> {
+    const columnsRead = selection ? { ...Object.fromEntries(keys.map((key) => [key.name, key.column])), ...selection } : undefined
+    return (columnsRead ? exec.select(columnsRead) : exec.select()).from(table as PgTable).where(and(parts.matching, parts.after))
+      .orderBy(...keys.map((key) => key.descending ? desc(key.column) : asc(key.column)))
+      .limit(parts.limit).offset(parts.offset) as unknown as Preparable<Row[]>
+  }
+
+  const selectCount = (exec: Database, parts: Parts) =>
+    exec.select({ total: count() }).from(table as PgTable).where(parts.matching) as unknown as Preparable<Array<{ total: number }>>
+
+  // Prepared once per shape: the query builder and the planner cost more than the query. Past
+  // MAX_SHAPES, and in a transaction, a statement is built with its values for its request alone.
+  const statements = { rows: new Map<string, Runnable<Row[]>>(), count: new Map<string, Runnable<Array<{ total: number }>>>() }
+  function prepared<R> (kind: keyof typeof statements, shape: string, make: () => Preparable<R>): Runnable<R> | undefined {
+    const kept = statements[kind] as Map<string, Runnable<R>>
+    let statement = kept.get(shape)
+    if (!statement && kept.size < MAX_SHAPES) kept.set(shape, statement = make().prepare(`${name}_${kind}_${kept.size}`))
+    return statement
   }
 
   return async function list (request, tx) {
     const keys = keysOf(request.sort)
     const fingerprint = fingerprintOf(keys)
     const position = request.cursor === undefined ? undefined : decode(request.cursor, keys, fingerprint)
-    const matching = and(...request.filters.map(filterOf), request.ownerId === undefined ? undefined : ownedBy(request.ownerId))
+    const filters = `${request.filters.map(filterShape).join(',')}${request.ownerId === undefined ? '' : ';owned'}`
+    const rowsShape = `${filters}|${fingerprint}|${position?.map((value) => value === null ? 'n' : 'v').join('') ?? ''}`
+    const placeheld = () => bound(request, keys, position, (key) => sql.placeholder(key))
+    const rows = tx ? undefined : prepared('rows', rowsShape, () => selectPage(db, keys, placeheld()))
+    const counted = !request.count || tx ? undefined : prepared('count', filters, () => selectCount(db, placeheld()))
+    const values: Record<string, unknown> = {}
+    if (rows || counted) bound(request, keys, position, (key, value) => { values[key] = value })
+    let inline: Parts | undefined
+    const run = <R>(statement: Runnable<R> | undefined, make: (exec: Database, parts: Parts) => Preparable<R>) => {
+      if (statement) return statement.execute(values)
+      inline ??= bound(request, keys, position, (_key, value) => value)
+      return make(tx ?? db, inline).execute({})
+    }
     const [found, total] = await Promise.all([
-      rowsOf(request, keys, matching, position, tx),
-      request.count ? countOf(matching, tx) : undefined
+      run(rows, (exec, parts) => selectPage(exec, keys, parts)),
+      request.count ? run(counted, selectCount) : undefined
     ])
     const result: ListResult<Row> = { rows: found.slice(0, request.limit) }
     if (found.length > request.limit) result.next = encode(keys, fingerprint, result.rows.at(-1) as Record<string, unknown>)
-    if (total !== undefined) result.total = total
+    if (total !== undefined) result.total = total[0]!.total
     return result
   }
 }

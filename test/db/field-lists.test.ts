@@ -490,3 +490,23 @@ t.test('the common case by id is one index range; a mixed sort expands to the or
   t.same(idsOf(page.rows), [7, 3, 2])
   t.equal(where(recorder.queries[7]!), 'where ("things"."size" < $1 or ("things"."size" = $2 and "things"."id" > $3))')
 })
+
+t.test('one statement per shape, whatever the values; past the kept shapes, lists are still right', async (t) => {
+  const recorder = recordingDatabase()
+  const list = createFieldLister(recorder.db, things.table, KINDS)
+  const named = async (value: string) => idsOf((await list(request({ filters: [{ column: 'name', op: 'eq', value }], count: true }))).rows)
+  t.same(await named('beta'), [2])
+  t.same(await named('zeta'), [6])
+  t.same(await named('nobody'), [])
+  const texts = new Set(recorder.queries)
+  t.equal(texts.size, 2, 'the rows and the count, each one text with its values as parameters')
+  t.ok([...texts].every((text) => !/beta|zeta|nobody/.test(text)), 'no value in the statement')
+  // Every length of `in` is a shape of its own: far more than a lister keeps prepared.
+  for (let n = 1; n <= 80; n++) {
+    const sizes = Array.from({ length: n }, (_, i) => i + 2)
+    const page = await list(request({ filters: [{ column: 'size', op: 'in', value: sizes }], sort: [desc('size')], limit: 3, count: true }))
+    const matched = OPS_ROWS.map((row, i) => ({ id: i + 1, size: row.size ?? -1 })).filter((row) => sizes.includes(row.size))
+    const expected = matched.sort((a, b) => b.size - a.size || b.id - a.id).map((row) => row.id)
+    if (!t.same({ ids: idsOf(page.rows), total: page.total }, { ids: expected.slice(0, 3), total: expected.length }, `in with ${n} values`)) break
+  }
+})
