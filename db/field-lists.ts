@@ -3,6 +3,7 @@ import createError from '@fastify/error'
 import { and, asc, count, desc, eq, getTableColumns, getTableName, or, sql, type InferSelectModel, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { FieldKind } from '../schemas/fields.js'
+import { coalesced } from './batch.js'
 import type { Database } from './client.js'
 import { containsPattern } from './items.js'
 
@@ -42,6 +43,7 @@ export interface ListResult<Row> {
   total?: number
 }
 
+/** Outside a transaction, identical requests made at once share one result, which their callers must not mutate. */
 export type FieldLister<Row> = (request: ListRequest, tx?: Database) => Promise<ListResult<Row>>
 
 const ORDERED: FilterOp[] = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in']
@@ -260,7 +262,7 @@ export function createFieldLister<T extends PgTable, Row extends object = InferS
     return statement
   }
 
-  return async function list (request, tx) {
+  async function list (request: ListRequest, tx?: Database): Promise<ListResult<Row>> {
     const keys = keysOf(request.sort)
     const fingerprint = fingerprintOf(keys)
     const position = request.cursor === undefined ? undefined : decode(request.cursor, keys, fingerprint)
@@ -286,4 +288,8 @@ export function createFieldLister<T extends PgTable, Row extends object = InferS
     if (total !== undefined) result.total = total[0]!.total
     return result
   }
+
+  // Outside a transaction, the same list asked for by many requests at once is read once.
+  const shared = coalesced(list, (request: ListRequest) => JSON.stringify(request))
+  return (request, tx) => tx ? list(request, tx) : shared(request)
 }

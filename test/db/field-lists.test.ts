@@ -510,3 +510,19 @@ t.test('one statement per shape, whatever the values; past the kept shapes, list
     if (!t.same({ ids: idsOf(page.rows), total: page.total }, { ids: expected.slice(0, 3), total: expected.length }, `in with ${n} values`)) break
   }
 })
+
+t.test('identical lists asked for at once share one read; others and those in a transaction get their own', async (t) => {
+  const recorder = recordingDatabase()
+  const list = createFieldLister(recorder.db, things.table, KINDS)
+  const open = request({ filters: [{ column: 'active', op: 'eq', value: true }], sort: [desc('size')], count: true })
+  const [a, b, other] = await Promise.all([list(open), list({ ...open }), list({ ...open, limit: 1 })])
+  t.equal(a, b, 'one answer for both')
+  t.same(idsOf(a!.rows), [4, 6, 1], 'NULLS FIRST descending')
+  t.same(idsOf(other!.rows), [4])
+  t.equal(recorder.queries.length, 4, 'rows and count for each of the two lists')
+  await recorder.db.transaction(async (tx) => {
+    const [x, y] = await Promise.all([list(open, tx), list(open, tx)])
+    t.not(x, y, 'a transaction reads for itself')
+    t.same(x, a)
+  })
+})
