@@ -16,6 +16,7 @@ import docs from './plugins/docs.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
+import overload from './plugins/overload.js'
 import security, { apiSecurityHeaders } from './plugins/security.js'
 import wellKnown from './plugins/well-known.js'
 import { validatorCompiler, type App } from './plugins/validation.js'
@@ -74,6 +75,13 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   await app.register(db, database ? { client: database, migrate } : { url: config.DATABASE_URL, migrate })
   // Measured only when served: server.ts listens on METRICS_PORT.
   if (config.METRICS_PORT !== undefined) await app.register(metrics)
+  await app.register(overload, {
+    maxInFlight: config.OVERLOAD_MAX_IN_FLIGHT,
+    maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+    maxDbWaiting: config.OVERLOAD_MAX_DB_WAITING,
+    maxHashWaiting: config.OVERLOAD_MAX_HASH_WAITING,
+    retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS
+  })
 
   await app.register(auth, {
     algorithm: config.JWT_ALGORITHM,

@@ -100,6 +100,12 @@ export const ConfigSchema = Type.Object({
   // setInterval's longest delay is 2^31-1 ms, about 24.8 days.
   PURGE_INTERVAL_SECONDS: Int(1, 3600, 2_147_483),
   WORKERS: Int(1, 1, 64),
+  // Graceful overload (plugins/overload.ts): past these, requests are answered 503 at once; 0 turns a check off.
+  OVERLOAD_MAX_IN_FLIGHT: Int(0, 300),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: Int(0, 200),
+  OVERLOAD_MAX_DB_WAITING: Int(0, 200),
+  OVERLOAD_MAX_HASH_WAITING: Int(0, 64),
+  OVERLOAD_RETRY_AFTER_SECONDS: Int(1, 2, 86400),
   METRICS_PORT: Type.Optional(Type.Integer({
     minimum: 0,
     maximum: 65535,

@@ -8,6 +8,7 @@ export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
 export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
 export { default as healthPlugin } from './plugins/health.js'
 export { default as metricsPlugin, metricsServer, type MetricsOptions, type PlinthEvent, type PlinthMetrics } from './plugins/metrics.js'
+export { default as overloadPlugin, OverloadOptionsSchema, neverShed, type OverloadOptions } from './plugins/overload.js'
 export { startTracing, enableQueryTracing, type SpanProcessorLike, type TracingOptions } from './plugins/tracing.js'
 export { default as securityPlugin, apiSecurityHeaders } from './plugins/security.js'
 export { default as wellKnownPlugin, WellKnownOptionsSchema, type WellKnownOptions } from './plugins/well-known.js'
@@ -28,7 +29,7 @@ export {
 
 export { connect, connectPglite, type Database, type DatabaseClient, type DatabaseLoad, type Driver } from './db/client.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
-export { ResourceTableError, isDatabaseUnavailable, sqlState } from './db/errors.js'
+export { ResourceTableError, isDatabaseUnavailable, serverBusy, serverBusyIn, sqlState, type ServerBusy, type ShedReason } from './db/errors.js'
 export { BUILT_IN_TABLES, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'
 export * as tables from './db/schema.js'
 

@@ -769,7 +769,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -843,7 +843,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -917,7 +917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1024,7 +1024,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1196,7 +1196,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1345,7 +1345,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1555,7 +1555,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1781,7 +1781,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1966,7 +1966,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2149,7 +2149,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2347,7 +2347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2502,7 +2502,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2680,7 +2680,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2824,7 +2824,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2986,7 +2986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3145,7 +3145,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3327,7 +3327,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3486,7 +3486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3608,7 +3608,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3839,7 +3839,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4081,7 +4081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4191,7 +4191,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4330,7 +4330,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4541,7 +4541,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4725,7 +4725,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4988,7 +4988,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5271,7 +5271,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5410,7 +5410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5620,7 +5620,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5764,7 +5764,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5941,7 +5941,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6152,7 +6152,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6255,7 +6255,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6423,7 +6423,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6572,7 +6572,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6795,7 +6795,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7005,7 +7005,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unreachable, or the server is closing; retry after Retry-After seconds */
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
-import { createGate, gated } from './gate.js'
+import { createGate, gated, type QueueBound } from './gate.js'
 import * as schema from './schema.js'
 import { traced } from './tracing.js'
 
@@ -19,6 +19,8 @@ export interface DatabaseClient {
   db: Database
   driver: Driver
   load (): DatabaseLoad
+  /** Refuses queries at once while `bound.maxWaiting` wait already (undefined: they all wait). */
+  limitWaiting? (bound: QueueBound | undefined): void
   migrate (): Promise<void>
   ping (): Promise<void>
   close (): Promise<void>
@@ -65,6 +67,7 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
     db,
     driver: 'postgres',
     load: () => ({ size: POOL, ...gate.load() }),
+    limitWaiting: gate.limitWaiting,
     migrate: async () => {
       // A session lock on a reserved connection, held while the migrator works through the pool.
       const holder = await client.reserve()
@@ -109,7 +112,9 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
   const client = await PGlite.create(dataDir, { ...options, postgresqlconf: PGLITE_CONF, extensions: { pg_trgm: pgTrgm } })
   // PGlite queues its callers itself: counting the calls in flight gives the one running and those queued behind it.
   let pending = 0
+  let bound: QueueBound | undefined
   const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => (...args: A) => {
+    if (bound !== undefined && pending > bound.maxWaiting) return Promise.reject(bound.refuse())
     pending++
     return call(...args).finally(() => { pending-- })
   }
@@ -120,6 +125,7 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
     db,
     driver: 'pglite',
     load: () => ({ size: 1, running: Math.min(pending, 1), waiting: Math.max(pending - 1, 0) }),
+    limitWaiting: (next) => { bound = next },
     migrate: () => migrate(db, { migrationsFolder }),
     ping: async () => { await db.execute(sql`select 1`) },
     close: async () => { if (!client.closed) await client.close() },

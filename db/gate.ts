@@ -1,18 +1,40 @@
 import type { Sql } from 'postgres'
 import { queryTracing, tracedQuery } from './tracing.js'
 
-export interface Gate {
-  <T>(task: () => PromiseLike<T>): Promise<T>
-  /** Tasks running now, and waiting their turn: what the metrics report of the pool. */
-  load (): { running: number, waiting: number }
+/** How many tasks may wait their turn; beyond it a task is refused at once with `refuse()`'s error. */
+export interface QueueBound {
+  maxWaiting: number
+  refuse (): Error
 }
 
-/** At most `limit` tasks at once; the others wait their turn, first come first served. */
-export function createGate (limit: number): Gate {
+/** A place in a gate's queue taken ahead of its task, so that the task is never refused once work depending on it has begun. */
+export interface Reservation {
+  /** Runs the task in the reserved place. */
+  run<T> (task: () => PromiseLike<T>): Promise<T>
+  /** Gives the place back unused; nothing once `run` was called. */
+  cancel (): void
+}
+
+export interface Gate {
+  /** Runs `task` in turn; with a bound (the gate's own by default), refuses it when the queue is full. */
+  <T>(task: () => PromiseLike<T>, bound?: QueueBound): Promise<T>
+  /** Tasks running now, and waiting their turn (reserved places included): what the metrics report of the pool. */
+  load (): { running: number, waiting: number }
+  /** Takes a place for one later task, or throws the bound's error when the queue is full. */
+  reserve (bound?: QueueBound): Reservation
+  /** Sets the bound the gate applies when a call names none; undefined waits without bound. */
+  limitWaiting (bound: QueueBound | undefined): void
+}
+
+/** At most `limit` tasks at once; the others wait their turn, first come first served, up to `bound`. */
+export function createGate (limit: number, bound?: QueueBound): Gate {
   let running = 0
+  let reserved = 0
+  let defaultBound = bound
   // A FIFO as an array with a moving head, compacted when half is spent: O(1) per task.
   let waiting: Array<() => void> = []
   let head = 0
+  const queued = () => waiting.length - head + reserved
   const release = () => {
     if (head < waiting.length) {
       const next = waiting[head]!
@@ -26,7 +48,7 @@ export function createGate (limit: number): Gate {
       running--
     }
   }
-  async function run<T> (task: () => PromiseLike<T>): Promise<T> {
+  async function enter<T> (task: () => PromiseLike<T>): Promise<T> {
     if (running < limit) running++
     else await new Promise<void>((resolve) => waiting.push(resolve))
     try {
@@ -35,7 +57,32 @@ export function createGate (limit: number): Gate {
       release()
     }
   }
-  return Object.assign(run, { load: () => ({ running, waiting: waiting.length - head }) })
+  const full = (bound: QueueBound | undefined) => bound !== undefined && running >= limit && queued() >= bound.maxWaiting
+  function run<T> (task: () => PromiseLike<T>, bound = defaultBound): Promise<T> {
+    if (full(bound)) return Promise.reject(bound!.refuse())
+    return enter(task)
+  }
+  function reserve (bound = defaultBound): Reservation {
+    if (full(bound)) throw bound!.refuse()
+    reserved++
+    let held = true
+    const cancel = () => {
+      if (held) reserved--
+      held = false
+    }
+    return {
+      run: (task) => {
+        cancel()
+        return enter(task)
+      },
+      cancel
+    }
+  }
+  return Object.assign(run, {
+    load: () => ({ running, waiting: queued() }),
+    reserve,
+    limitWaiting: (bound: QueueBound | undefined) => { defaultBound = bound }
+  })
 }
 
 type Unsafe = Sql['unsafe']

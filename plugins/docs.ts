@@ -29,8 +29,8 @@ type RouteSchema = { params?: unknown, consumes?: string[], response?: Record<st
 /**
  * The statuses any route may answer beside its own: a URL or body that does not parse, a path
  * parameter too long, a body too large or of a type it does not take (any method but GET and
- * HEAD is sent one, with a schema for it or not); an unexpected error; the database down or the
- * server closing.
+ * HEAD is sent one, with a schema for it or not); an unexpected error; the database down, the
+ * server closing or shedding load.
  */
 function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, method: string) {
   // The token endpoints answer a body of another type with an OAuth invalid_request (400).

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isDatabaseUnavailable } from '../db/errors.js'
+import { isDatabaseUnavailable, serverBusyIn } from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 import { assertBeforeRoutes } from './order.js'
@@ -90,15 +90,17 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
 
 function sendProblem (reply: FastifyReply, body: Problem) {
   if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
-  if (body.status === 503) reply.header('retry-after', '5')
+  if (body.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5')
   return reply.code(body.status).type('application/problem+json').send(body)
 }
 
 /** Any error as a problem document: at the root, on each profile's context (for host apps), and before routing (`frameworkErrors`). */
-export function problemErrorHandler (this: unknown, error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+export function problemErrorHandler (this: unknown, thrown: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+  // A query refused under overload reaches here wrapped by Drizzle.
+  const error = serverBusyIn(thrown) ?? thrown
   const body = toProblem(error, request)
-  // A client error may carry the headers that explain it (WWW-Authenticate, Retry-After).
-  if (error.headers && body.status < 500) reply.headers(error.headers)
+  // A client error, or a coded server error passed through, may carry the headers that explain it (WWW-Authenticate, Retry-After).
+  if (error.headers && (body.status < 500 || body.code === error.code)) reply.headers(error.headers)
   if (reply.getHeader('connection') === 'close' && !request.raw.complete) lingerClose(request.raw, reply)
   return sendProblem(reply, body)
 }

@@ -6,6 +6,7 @@ import { addSchemas, ref } from '../schemas/common.js'
 import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
 import { documentRoutes } from './docs.js'
+import { neverShed } from './overload.js'
 
 const READY_TIMEOUT_MS = 2000
 
@@ -30,7 +31,9 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   // The probes that arrive in one event-loop turn share one ping: its answer is as fresh for all.
   const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.plinthDb.ping()), (key) => key)
 
+  // Probes are never shed: a busy process is alive, and readiness asks the database itself.
   app.get('/health', {
+    config: neverShed,
     schema: {
       operationId: 'getHealth',
       summary: 'Liveness probe',
@@ -42,6 +45,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/health/ready', {
+    config: neverShed,
     schema: {
       operationId: 'getReadiness',
       summary: 'Readiness probe: 200 when the database answers',

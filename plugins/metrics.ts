@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { serverBusyIn, type ShedReason } from '../db/errors.js'
 import { shown } from './options.js'
 import type { App } from './validation.js'
 
@@ -15,6 +16,8 @@ export interface PlinthMetrics {
   /** Every plinth metric is registered here; serve `registry.metrics()` as `registry.contentType`. */
   registry: Registry
   count (event: PlinthEvent, n?: number): void
+  /** Counts a request shed under overload that no error reported (overloadPlugin's direct refusals). */
+  shed (reason: ShedReason): void
 }
 
 declare module 'fastify' {
@@ -112,6 +115,7 @@ async function metricsPlugin (app: App, opts: MetricsOptions) {
   const durations = new RequestDurations()
   registry.registerMetric(durations as never)
   const throttled = new Counter({ name: 'plinth_throttled_requests_total', help: 'Requests answered 429, by route template', labelNames: ['route'], registers })
+  const shed = new Counter({ name: 'plinth_shed_requests_total', help: 'Requests answered 503 under overload, by what was full', labelNames: ['reason'], registers })
   const events = Object.fromEntries(Object.entries(EVENTS).map(([event, [name, help]]) => [event, new Counter({ name, help, registers })])) as Record<PlinthEvent, Counter>
 
   if (app.hasDecorator('plinthDb')) {
@@ -132,7 +136,16 @@ async function metricsPlugin (app: App, opts: MetricsOptions) {
     if (reply.statusCode === 429) throttled.inc({ route })
     done()
   })
-  app.decorate('plinthMetrics', { registry, count: (event: PlinthEvent, n = 1) => { events[event].inc(n) } })
+  app.addHook('onError', (_request, _reply, error, done) => {
+    const busy = serverBusyIn(error)
+    if (busy) shed.inc({ reason: busy.reason })
+    done()
+  })
+  app.decorate('plinthMetrics', {
+    registry,
+    count: (event: PlinthEvent, n = 1) => { events[event].inc(n) },
+    shed: (reason: ShedReason) => { shed.inc({ reason }) }
+  })
 }
 
 export default fp(metricsPlugin, { name: 'plinth-metrics', fastify: '5.x' })

@@ -75,7 +75,7 @@ const WHEN: Record<number, string> = {
   428: 'The server requires If-Match on writes (REQUIRE_IF_MATCH) and the request has none (PRECONDITION_REQUIRED)',
   429: 'Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds',
   500: 'An unexpected error: the detail names the request id to look for in the log',
-  503: 'The database is unreachable, or the server is closing; retry after Retry-After seconds'
+  503: 'The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds'
 }
 
 /** A guarded route's schema: the bearer scheme (Swagger UI's Authorize fills it in), and its 401 and 403. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
-import { createGate } from '../../db/gate.js'
+import { createGate, type QueueBound, type Reservation } from '../../db/gate.js'
 
 // OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane); 2 is Argon2id (a const enum tsc cannot inline here).
 export const PARAMS = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 }
@@ -11,15 +11,19 @@ const ENCODED = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 // its caches, and a queue of logins must not fill libuv's pool, which file and DNS work share.
 const inSlot = createGate(availableParallelism())
 
-export const hashPassword = (password: string) => inSlot(() => hash(password, PARAMS))
+/** Hashes `password`; with a bound, refused at once when that many hashes wait already. */
+export const hashPassword = (password: string, bound?: QueueBound) => inSlot(() => hash(password, PARAMS), bound)
 
-/** False for a wrong password and for a hash that cannot be read: never throws on bad input. */
-export async function verifyPassword (hashed: string, password: string): Promise<boolean> {
-  try {
-    return await inSlot(() => verify(hashed, password))
-  } catch {
-    return false
-  }
+/** A place in the hash queue for a verify to come, taken before work that must not be undone (counting a login attempt). */
+export const reserveVerify = (bound?: QueueBound): Reservation => inSlot.reserve(bound)
+
+/**
+ * False for a wrong password and for a hash that cannot be read: never throws on bad input. With a
+ * bound it may be refused when the queue is full; with a reservation it runs in that place.
+ */
+export async function verifyPassword (hashed: string, password: string, place?: QueueBound | Reservation): Promise<boolean> {
+  const check = () => verify(hashed, password).catch(() => false)
+  return place !== undefined && 'run' in place ? place.run(check) : inSlot(check, place)
 }
 
 /** True when the hash was made with other parameters than today's: rehash it at the next login. */

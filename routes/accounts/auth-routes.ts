@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Refusal } from '../../db/sessions.js'
+import type { Reservation } from '../../db/gate.js'
+import type { Attempter, Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
-import { dummyHash, hashPassword, needsRehash, verifyPassword } from '../../plugins/auth/passwords.js'
+import { dummyHash, hashPassword, needsRehash, reserveVerify, verifyPassword } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
 import type { App } from '../../plugins/validation.js'
 import type { TokenRequest } from '../../schemas/token.js'
@@ -62,11 +63,19 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     ...ctx.idempotent
   }, async function register (request, reply) {
     const { email, password } = request.body
-    const user = await users.create({ email, hashed_password: await hashPassword(password) })
+    const user = await users.create({ email, hashed_password: await hashPassword(password, ctx.passwordQueue) })
     if (!user) throw new EmailTaken(email.toLowerCase())
     await mail.verify(request, user)
     return reply.code(201).send(toPublic(user))
   })
+
+  /** The account of `email` and whether `password` is its own; with the failure limit on, the attempt is counted first. */
+  async function checkCredentials (email: string, password: string, counted: Attempter | undefined, slot: Reservation) {
+    const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
+    if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
+    const user = attempt ? attempt.user : await users.findByEmail(email)
+    return { user, valid: await verifyPassword(user?.hashed_password ?? await dummyHash(), password, slot) }
+  }
 
   /** The password grant: the pair of an active account whose password matches, narrowed to `scope` if asked. */
   async function passwordGrant (request: FastifyRequest, body: TokenRequest): Promise<IssuedPair> {
@@ -78,10 +87,9 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     // With the limit on, counting the attempt also reads the account, and opening the session
     // also forgets the count (db/sessions.ts says why).
     const counted = limited ? { email, address: request.ip } : undefined
-    const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
-    if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
-    const user = attempt ? attempt.user : await users.findByEmail(email)
-    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), body.password)
+    // The verify's place is taken before the attempt is counted: a counted attempt is never shed for a full queue.
+    const slot = reserveVerify(ctx.passwordQueue)
+    const { user, valid } = await checkCredentials(email, body.password, counted, slot).finally(slot.cancel)
     if (!user || !valid) {
       ctx.count('login_failure')
       throw new InvalidCredentials()

@@ -5,6 +5,7 @@ import { scopeList, type UserRepository, type UserRow } from '../../db/users.js'
 import type { User } from '../../schemas/user.js'
 import type { idempotentCreates } from '../../plugins/idempotency.js'
 import type { PlinthMetrics } from '../../plugins/metrics.js'
+import type { QueueBound } from '../../db/gate.js'
 import type { AccountMail } from './account-mail.js'
 import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
@@ -28,6 +29,8 @@ export interface AccountsContext {
   /** Counts an event on the app's metrics, if it has them. */
   count: PlinthMetrics['count']
   now: () => Date
+  /** overloadPlugin's bound on the password-hash queue, if it is registered with one. */
+  passwordQueue?: QueueBound
 }
 
 /** The public shape of an account; the response schema drops anything else by construction. */

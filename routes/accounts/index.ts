@@ -54,7 +54,8 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl }),
     schemas: accountsSchemas(options),
     idempotent: idempotentCreates(db, options.idempotencyTtlHours),
-    count
+    count,
+    passwordQueue: app.hasDecorator('plinthOverload') ? app.plinthOverload.passwordQueue : undefined
   }
 
   app.setValidatorCompiler(validatorCompiler)

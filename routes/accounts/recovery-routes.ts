@@ -37,7 +37,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
     config: limit(passwordReset, windowSeconds)
   }, async function resetPassword (request, reply) {
     const { token, new_password: password } = request.body
-    const reset = await tokens.resetPassword(token, await hashPassword(password), ctx.now())
+    const reset = await tokens.resetPassword(token, await hashPassword(password, ctx.passwordQueue), ctx.now())
     if (typeof reset === 'string') throw new InvalidResetToken(RESET_REFUSALS[reset])
     request.log.info({ userId: reset.id }, 'password reset through a mailed link: every session ended')
     return reply.code(204).send(null)

@@ -31,7 +31,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     const change = {
       ...rest,
       ...(unverify ? { is_verified: false } : {}),
-      ...(password ? { hashed_password: await hashPassword(password) } : {})
+      ...(password ? { hashed_password: await hashPassword(password, ctx.passwordQueue) } : {})
     }
     const demotes = values.is_superuser === false || values.is_active === false
     const updated = demotes
@@ -68,7 +68,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     schema: schemas.updateMe
   }, async function updateMe (request, reply) {
     const { email, password, current_password: current } = request.body
-    if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '')) {
+    if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '', ctx.passwordQueue)) {
       throw new WrongCurrentPassword()
     }
     return change(request, reply, request.account, { email, password })
@@ -78,7 +78,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     onRequest: app.authenticate,
     schema: schemas.deleteMe
   }, async function deleteMe (request, reply) {
-    if (!await verifyPassword(request.account.hashed_password, request.body.current_password)) throw new WrongCurrentPassword()
+    if (!await verifyPassword(request.account.hashed_password, request.body.current_password, ctx.passwordQueue)) throw new WrongCurrentPassword()
     await remove(request, request.account.id, request.account)
     request.log.info({ userId: request.account.id }, 'account deleted by its owner')
     return reply.code(204).send(null)
@@ -107,7 +107,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     ...ctx.idempotent
   }, async function createUser (request, reply) {
     const { password, scopes, ...rest } = request.body
-    const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password) })
+    const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password, ctx.passwordQueue) })
     if (!user) throw new EmailTaken(rest.email.toLowerCase())
     if (!user.is_verified) await mail.verify(request, user)
     return reply.code(201).headers({ location: locationOf(request, user.id), etag: etagOf(user.version) }).send(toPublic(user))

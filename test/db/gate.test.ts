@@ -48,3 +48,57 @@ t.test('through the gate, queries and transactions far beyond the pool size all 
   const [{ active }] = await client.db.execute(sql`select count(*)::int as active from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`) as unknown as [{ active: number }]
   t.ok(active <= 10, `at most the pool's 10 connections (${active})`)
 })
+
+/** A task that runs until released. */
+function held () {
+  let release!: () => void
+  const done = new Promise<void>((resolve) => { release = resolve })
+  return { task: () => done, release }
+}
+
+t.test('past its bound the gate refuses a task at once with the bound\'s error, and takes tasks again as the queue drains', async (t) => {
+  const bound = { maxWaiting: 2, refuse: () => new Error('queue full') }
+  const run = createGate(1, bound)
+  const first = held()
+  const tasks = [run(first.task), run(async () => 'a'), run(async () => 'b')]
+  t.same(run.load(), { running: 1, waiting: 2 })
+  await t.rejects(run(async () => 'c'), /queue full/, 'the third to wait is refused')
+  t.same(run.load(), { running: 1, waiting: 2 }, 'a refused task takes no place')
+  first.release()
+  t.same(await Promise.all(tasks), [undefined, 'a', 'b'])
+  t.equal(await run(async () => 'd'), 'd', 'accepted again once the queue drained')
+})
+
+t.test('a call may name its own bound; without any the gate waits without bound', async (t) => {
+  const run = createGate(1)
+  const first = held()
+  const tasks = [run(first.task), ...Array.from({ length: 50 }, () => run(async () => 'ok'))]
+  await t.rejects(run(async () => 'c', { maxWaiting: 10, refuse: () => new Error('own bound') }), /own bound/)
+  run.limitWaiting({ maxWaiting: 0, refuse: () => new Error('set later') })
+  await t.rejects(run(async () => 'c'), /set later/)
+  run.limitWaiting(undefined)
+  tasks.push(run(async () => 'unbounded again'))
+  first.release()
+  t.equal((await Promise.all(tasks)).length, 52)
+})
+
+t.test('a reservation counts as waiting, runs its task even when the queue is full, and gives its place back when cancelled', async (t) => {
+  const bound = { maxWaiting: 1, refuse: () => new Error('queue full') }
+  const run = createGate(1, bound)
+  const first = held()
+  const running = run(first.task)
+  const slot = run.reserve()
+  t.same(run.load(), { running: 1, waiting: 1 })
+  t.throws(() => run.reserve(), /queue full/, 'no second place')
+  await t.rejects(run(async () => 'x'), /queue full/, 'nor a task')
+  const reserved = slot.run(async () => 'reserved')
+  slot.cancel()
+  t.same(run.load(), { running: 1, waiting: 1 }, 'cancel after run changes nothing')
+  first.release()
+  await running
+  t.equal(await reserved, 'reserved')
+  const unused = run.reserve()
+  unused.cancel()
+  unused.cancel()
+  t.same(run.load(), { running: 0, waiting: 0 }, 'a cancelled place is given back once')
+})

@@ -9,6 +9,8 @@ import { freshDatabase } from './database.js'
 const LIMITS = Object.keys(ConfigSchema.properties).filter((name) => name.startsWith('RATE_LIMIT_') && !name.endsWith('_SECONDS')) as Array<keyof Config>
 /** Tests send every request from one address; the tests of the limits turn them on. */
 export const NO_RATE_LIMITS: Partial<Config> = Object.fromEntries(LIMITS.map((name) => [name, 0]))
+/** Tests share CPUs with each other: a slow event loop there is no overload to shed; the overload tests turn the check on. */
+export const NO_EVENT_LOOP_SHEDDING: Partial<Config> = { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: 0 }
 /** The server's default limits, for the tests that compare documents with `plinth openapi`'s. */
 export const DEFAULT_RATE_LIMITS: Partial<Config> = (({ ...config }) => Object.fromEntries(LIMITS.map((name) => [name, config[name]])))(loadConfig({}))
 
@@ -19,7 +21,7 @@ export const DEFAULT_RATE_LIMITS: Partial<Config> = (({ ...config }) => Object.f
  * checked against its OpenAPI document.
  */
 export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions = {}): Promise<App> {
-  const app = await buildApp({ ...NO_RATE_LIMITS, ...settings }, { logger: false, database: await freshDatabase(t), ...options })
+  const app = await buildApp({ ...NO_RATE_LIMITS, ...NO_EVENT_LOOP_SHEDDING, ...settings }, { logger: false, database: await freshDatabase(t), ...options })
   t.teardown(() => app.close())
   enforceContract(app)
   return app
