@@ -59,6 +59,8 @@ declare module 'autocannon' {
     interface Instance extends Promise<Result> {
       stop (): void
       on (event: 'tick', listener: (tick: Tick) => void): this
+      /** Every response; `responseTime` in milliseconds. */
+      on (event: 'response', listener: (client: Client, statusCode: number, resBytes: number, responseTime: number) => void): this
     }
   }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured, type Request } from './load.js'
 import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
+import { overloadNames, overloadPhases, runOverload } from './overload.js'
 import { allScenarioNames, observability, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
@@ -14,8 +15,9 @@ const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--observa
   --quick      smoke run under a minute: every scenario once for 1 s, no warm-up, 100k rows for the 1m ones;
                exits 1 if any request failed or answered non-2xx (as every run does)
                (default: 3 rounds of 10 s after a 3 s warm-up)
-  --only       run only these scenarios: ${allScenarioNames.join(', ')}
-               (the *-1m ones need BENCH_DATABASE_URL=postgres://...)
+  --only       run only these scenarios: ${[...allScenarioNames, ...overloadNames].join(', ')}
+               (the *-1m ones need BENCH_DATABASE_URL=postgres://...; overload-* run 3 s of warm-up and 10 s at
+               50 connections, 30 s at 500 and 10 s at 50 again, or 2 s, 2 s and 3 s with --quick)
   --observability  only item-get and item-post with metrics on and ETags computed, against both off
   --json       also write bench/results/latest.json
   --duration   seconds per measured run      --rounds   rounds per scenario
@@ -42,7 +44,7 @@ function readFlags () {
   } as const)
   if (values.observability && values.only) fail('--observability and --only each choose the scenarios; give one')
   const names = values.observability ? observability.map((s) => s.name) : values.only?.split(',').map((name) => name.trim()).filter(Boolean)
-  const unknown = names?.filter((name) => !allScenarioNames.includes(name)) ?? []
+  const unknown = names?.filter((name) => !allScenarioNames.includes(name) && !overloadNames.includes(name)) ?? []
   if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`)
   const quick = values.quick
   return {
@@ -50,6 +52,7 @@ function readFlags () {
     quick,
     json: values.json,
     selected: names ? scenarios.filter((s) => names.includes(s.name)) : scenarios,
+    overload: names ? overloadNames.filter((name) => names.includes(name)) : overloadNames,
     warmup: quick ? 0 : 3,
     duration: count('duration', values.duration, quick ? 1 : 10),
     rounds: Math.ceil(count('rounds', values.rounds, quick ? 1 : 3)),
@@ -105,7 +108,9 @@ async function main () {
   const pinning = pinCpus()
   const perScenario = 2 * flags.warmup + 2 * flags.rounds * flags.duration
   // Generous, but a stuck run still ends: startup, setups, seeding and RSS queries are not counted above.
-  const budget = 150 + flags.decay + flags.selected.length * (perScenario + 30)
+  const phases = overloadPhases(flags.quick)
+  const budget = 150 + flags.decay + flags.selected.length * (perScenario + 30) +
+    flags.overload.length * (phases.warmup + phases.saturation + phases.overload + phases.recovery + 60)
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${budget} s; stopping`)
     stopServers().finally(() => process.exit(1))
@@ -181,11 +186,19 @@ async function main () {
       warnings.push(...problems('decay', [run]))
     }
 
-    console.log('\n' + formatTable(rows))
+    const overloads = []
+    for (const name of flags.overload) {
+      const report = await runOverload(name, app, phases, flags.quick)
+      overloads.push(report)
+      warnings.push(...report.warnings)
+    }
+
+    if (rows.length) console.log('\n' + formatTable(rows))
     console.log('\nmedians over rounds; × bare = req/s ÷ bare req/s of the same round; non-2xx and errors summed over rounds; ' +
       'RSS = the server\'s peak during the runs')
     console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
     if (notes.length) console.log('\n' + notes.join('\n'))
+    for (const report of overloads) console.log('\n' + report.lines.join('\n'))
     if (warnings.length) {
       console.log('\n' + warnings.join('\n'))
       // The CI smoke: every scenario must answer 2xx without errors.
@@ -202,6 +215,7 @@ async function main () {
         cpus: pinning.note,
         loadavg: loadavg(),
         rows,
+        overload: overloads,
         notes,
         warnings
       })
