@@ -6,7 +6,8 @@ import { notModified } from './conditional.js'
 
 /** The document as sent: serialized and tagged once per version of it, each encoding compressed on first use. */
 interface SentDocument {
-  json: string
+  /** UTF-8 once: a string would be encoded again on every send. */
+  json: Buffer
   hash: string
   encoded: Map<Encoding, Buffer>
 }
@@ -14,7 +15,7 @@ interface SentDocument {
 type Encoding = 'br' | 'gzip'
 
 // Brotli's quality 5: its default, 11, takes tens of times as long for a few percent smaller.
-const encoders: Record<Encoding, (json: string) => Buffer> = {
+const encoders: Record<Encoding, (json: Buffer) => Buffer> = {
   br: (json) => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }),
   gzip: (json) => gzipSync(json)
 }
@@ -26,7 +27,7 @@ const sent = new WeakMap<object, SentDocument>()
 function sentForm (document: object): SentDocument {
   let form = sent.get(document)
   if (!form) {
-    const json = JSON.stringify(document)
+    const json = Buffer.from(JSON.stringify(document))
     form = { json, hash: createHash('sha256').update(json).digest('base64url').slice(0, 27), encoded: new Map() }
     sent.set(document, form)
   }
