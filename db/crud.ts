@@ -102,7 +102,7 @@ Repository<Row, InferInsertModel<T>> {
   function insertStatement (keys: string[]): Runnable {
     const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
     const text = sql`insert into ${table} (${columns}) select ${columns}
-      from json_populate_recordset(null::${table}, ${sql.placeholder('rows')}::json) returning ${returnedList}`
+      from jsonb_populate_recordset(null::${table}, ${sql.placeholder('rows')}::jsonb) returning ${returnedList}`
     return prepareText(text, `${name}_insert_${insertStatements.size}`)
   }
   const columnEntries = Object.entries(tableColumns)
