@@ -3,7 +3,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured, type Request } from './load.js'
-import { formatTable, problems, redact, toRow, writeJson, type Row } from './report.js'
+import { formatTable, median, problems, redact, toRow, writeJson, type Row } from './report.js'
 import { overloadNames, overloadPhases, runOverload } from './overload.js'
 import { allScenarioNames, observability, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
@@ -95,6 +95,20 @@ async function decayCheck (app: Server, seconds: number) {
   return { run, line: `decay (item-get, ${seconds} s): req/s per 10 s ${tens.join(' ')}; last 10 s / first 10 s = ${(last / first).toFixed(2)}; peak RSS ${mb(run.peakRss)} MB` }
 }
 
+/**
+ * The scenarios in the order they run, each in a group of its own, except that one measured
+ * `against` another that is also selected joins that one's group, to be measured in the same rounds.
+ */
+function pairedGroups (selected: Scenario[]): Scenario[][] {
+  const groups = new Map<string, Scenario[]>()
+  for (const scenario of selected) {
+    const against = scenario.against !== undefined && selected.some((s) => s.name === scenario.against) ? groups.get(scenario.against) : undefined
+    if (against) against.push(scenario)
+    else groups.set(scenario.name, [scenario])
+  }
+  return [...groups.values()]
+}
+
 async function main () {
   const flags = readFlags()
   if (!existsSync(new URL('../db/migrations/meta/_journal.json', import.meta.url))) {
@@ -139,44 +153,60 @@ async function main () {
     const servers = { eddsa, stateless, observed }
     const rows: Row[] = []
     const baseline: Measured[] = []
-    for (const scenario of flags.selected) {
-      const server = scenario.server ? servers[scenario.server]! : app
-      const request = await prepare(scenario, server.url, flags.quick)
-      const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
-      const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined
+    const measured = new Map<string, Measured[]>()
+    for (const group of pairedGroups(flags.selected)) {
+      const runs = []
+      for (const scenario of group) {
+        const server = scenario.server ? servers[scenario.server]! : app
+        const request = await prepare(scenario, server.url, flags.quick)
+        const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
+        const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined
+        runs.push({ scenario, server, request, bound, floor, samples: [] as Measured[] })
+      }
       if (flags.warmup) {
-        console.error(`${scenario.name}: warm-up`)
-        await scenario.beforeRun?.()
-        warnings.push(...problems(`bare warm-up before ${scenario.name}`, [await load(bare, BARE, flags.warmup)]))
-        warnings.push(...problems(`${scenario.name} warm-up`, [await load(server, request, flags.warmup)]))
+        warnings.push(...problems(`bare warm-up before ${group[0]!.name}`, [await load(bare, BARE, flags.warmup)]))
+        for (const { scenario, server, request } of runs) {
+          console.error(`${scenario.name}: warm-up`)
+          await scenario.beforeRun?.()
+          warnings.push(...problems(`${scenario.name} warm-up`, [await load(server, request, flags.warmup)]))
+        }
       }
       const bareSamples: Measured[] = []
-      const samples: Measured[] = []
-      // Alternating keeps drift (thermal, noisy neighbours) out of the ratio.
+      // Alternating keeps drift (thermal, noisy neighbours) out of the ratios: bare, then each of the group, every round.
       for (let round = 1; round <= flags.rounds; round++) {
-        console.error(`${scenario.name}: round ${round}/${flags.rounds}`)
+        console.error(`${group.map((s) => s.name).join(', ')}: round ${round}/${flags.rounds}`)
         bareSamples.push(await load(bare, BARE, flags.duration))
-        await scenario.beforeRun?.()
-        samples.push(await load(server, request, flags.duration))
+        for (const { scenario, server, request, samples } of runs) {
+          await scenario.beforeRun?.()
+          samples.push(await load(server, request, flags.duration))
+        }
       }
-      const ratios = samples.map((s, i) => s.reqPerSec / bareSamples[i]!.reqPerSec)
-      const row = toRow(scenario.name, samples, ratios, Math.max(...samples.map((s) => s.peakRss)))
-      rows.push(row)
-      if (bound) {
-        notes.push(`${scenario.name}: ${row.reqPerSec.toFixed(0)} req/s = ${(row.reqPerSec / bound.perSecond).toFixed(2)} × the argon2id verify bound ` +
-          `measured just before on the same CPU (${bound.perSecond.toFixed(0)} verifies/s, ${bound.width} at a time, ${bound.msPerVerify.toFixed(1)} ms each)`)
+      for (const { scenario, bound, floor, samples } of runs) {
+        const ratios = samples.map((s, i) => s.reqPerSec / bareSamples[i]!.reqPerSec)
+        const row = toRow(scenario.name, samples, ratios, Math.max(...samples.map((s) => s.peakRss)))
+        rows.push(row)
+        measured.set(scenario.name, samples)
+        if (bound) {
+          notes.push(`${scenario.name}: ${row.reqPerSec.toFixed(0)} req/s = ${(row.reqPerSec / bound.perSecond).toFixed(2)} × the argon2id verify bound ` +
+            `measured just before on the same CPU (${bound.perSecond.toFixed(0)} verifies/s, ${bound.width} at a time, ${bound.msPerVerify.toFixed(1)} ms each)`)
+        }
+        if (bound && floor) {
+          notes.push(`${scenario.name} floor (Fastify, the form body and one verify; no database, no tokens): ` +
+            `${floor.reqPerSec.toFixed(0)} req/s = ${(floor.reqPerSec / bound.perSecond).toFixed(2)} × the bound; ${scenario.name} = ${(row.reqPerSec / floor.reqPerSec).toFixed(2)} × the floor`)
+          warnings.push(...problems(`${scenario.name} floor`, [floor]))
+        }
+        warnings.push(...problems(scenario.name, samples))
       }
-      if (bound && floor) {
-        notes.push(`${scenario.name} floor (Fastify, the form body and one verify; no database, no tokens): ` +
-          `${floor.reqPerSec.toFixed(0)} req/s = ${(floor.reqPerSec / bound.perSecond).toFixed(2)} × the bound; ${scenario.name} = ${(row.reqPerSec / floor.reqPerSec).toFixed(2)} × the floor`)
-        warnings.push(...problems(`${scenario.name} floor`, [floor]))
-      }
-      warnings.push(...problems(`bare before ${scenario.name}`, bareSamples), ...problems(scenario.name, samples))
+      warnings.push(...problems(`bare before ${group[0]!.name}`, bareSamples))
       baseline.push(...bareSamples)
     }
     for (const scenario of flags.selected) {
-      const [row, other] = [scenario.name, scenario.against].map((name) => rows.find((one) => one.name === name))
-      if (row && other) notes.push(`${row.name}: ${(row.reqPerSec / other.reqPerSec).toFixed(2)} × ${other.name} (${row.reqPerSec.toFixed(0)} against ${other.reqPerSec.toFixed(0)} req/s)`)
+      const [samples, others] = [scenario.name, scenario.against ?? ''].map((name) => measured.get(name))
+      if (!samples || !others) continue
+      // Measured in the same rounds, one after the other: each round's own ratio, then their median.
+      const ratios = samples.map((s, i) => s.reqPerSec / others[i]!.reqPerSec)
+      notes.push(`${scenario.name}: ${median(ratios).toFixed(2)} × ${scenario.against} (median of ${ratios.length} paired rounds: ` +
+        `${ratios.map((r) => r.toFixed(2)).join(' ')}; ${median(samples.map((s) => s.reqPerSec)).toFixed(0)} against ${median(others.map((s) => s.reqPerSec)).toFixed(0)} req/s)`)
     }
     if (baseline.length) rows.unshift(toRow('bare', baseline, baseline.map(() => 1), Math.max(...baseline.map((s) => s.peakRss))))
     if (flags.decay) {
