@@ -89,8 +89,8 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
         return
       }
       inFlight++
-      // 'close' comes once however the response ends, sent or cut.
-      reply.raw.once('close', ended)
+      // 'close' comes once however the response ends, sent or cut: a plain listener, shared, as \`once\` would wrap it per request.
+      reply.raw.on('close', ended)
       done()
     })
   }
