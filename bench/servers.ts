@@ -71,7 +71,8 @@ function answer<T extends ChildMessage['type']> (child: ChildProcess, type: T, m
 /** Starts build/bench/<entry>.js in a child process and waits until it listens. */
 export async function startServer (name: string, entry: string, pinning: Pinning, env: NodeJS.ProcessEnv = {}): Promise<Server> {
   const file = fileURLToPath(new URL(`./${entry}.js`, import.meta.url))
-  const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, ...START_FLAGS, file]
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+  const [command = process.execPath, ...args] = [...pinning.prefix, process.execPath, ...START_FLAGS, ...profile, file]
   const started = performance.now()
   const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
   track(child)
