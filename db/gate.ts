@@ -9,15 +9,18 @@ export interface QueueBound {
 
 /** A place in a gate's queue taken ahead of its task, so that the task is never refused once work depending on it has begun. */
 export interface Reservation {
-  /** Runs the task in the reserved place. */
-  run<T> (task: () => PromiseLike<T>): Promise<T>
+  /** Runs the task in the reserved place; dropped from the queue, rejected with `signal`'s reason, if it aborts first. */
+  run<T> (task: () => PromiseLike<T>, signal?: AbortSignal): Promise<T>
   /** Gives the place back unused; nothing once `run` was called. */
   cancel (): void
 }
 
 export interface Gate {
-  /** Runs `task` in turn; with a bound (the gate's own by default), refuses it when the queue is full. */
-  <T>(task: () => PromiseLike<T>, bound?: QueueBound): Promise<T>
+  /**
+   * Runs `task` in turn; with a bound (the gate's own by default), refuses it when the queue is full.
+   * A task whose `signal` aborts while it waits leaves the queue, rejected with the signal's reason.
+   */
+  <T>(task: () => PromiseLike<T>, bound?: QueueBound, signal?: AbortSignal): Promise<T>
   /** Tasks running now, and waiting their turn (reserved places included): what the metrics report of the pool. */
   load (): { running: number, waiting: number }
   /** Takes a place for one later task, or throws the bound's error when the queue is full. */
@@ -26,31 +29,60 @@ export interface Gate {
   limitWaiting (bound: QueueBound | undefined): void
 }
 
+interface Waiter {
+  /** Gives the waiter its turn: false when it has left the queue already. */
+  admit (): boolean
+}
+
 /** At most `limit` tasks at once; the others wait their turn, first come first served, up to `bound`. */
 export function createGate (limit: number, bound?: QueueBound): Gate {
   let running = 0
   let reserved = 0
   let defaultBound = bound
-  // A FIFO as an array with a moving head, compacted when half is spent: O(1) per task.
-  let waiting: Array<() => void> = []
+  // A FIFO as an array with a moving head, compacted when half is spent: O(1) per task. A waiter
+  // whose signal aborted stays in it, no longer counted, and is passed over when its turn comes.
+  let waiting: Array<Waiter | undefined> = []
   let head = 0
-  const queued = () => waiting.length - head + reserved
+  let live = 0
+  const queued = () => live + reserved
   const release = () => {
-    if (head < waiting.length) {
+    while (head < waiting.length) {
       const next = waiting[head]!
-      waiting[head++] = undefined as never
+      waiting[head++] = undefined
       if (head > 1024 && head * 2 > waiting.length) {
         waiting = waiting.slice(head)
         head = 0
       }
-      next()
-    } else {
-      running--
+      if (next.admit()) return
     }
+    running--
   }
-  async function enter<T> (task: () => PromiseLike<T>): Promise<T> {
+  function turn (signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let waits = true
+      const abandon = () => {
+        waits = false
+        live--
+        reject(signal!.reason)
+      }
+      live++
+      waiting.push({
+        admit: () => {
+          if (!waits) return false
+          waits = false
+          live--
+          signal?.removeEventListener('abort', abandon)
+          resolve()
+          return true
+        }
+      })
+      signal?.addEventListener('abort', abandon, { once: true })
+    })
+  }
+  async function enter<T> (task: () => PromiseLike<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted()
     if (running < limit) running++
-    else await new Promise<void>((resolve) => waiting.push(resolve))
+    else await turn(signal)
     try {
       return await task()
     } finally {
@@ -58,9 +90,9 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
     }
   }
   const full = (bound: QueueBound | undefined) => bound !== undefined && running >= limit && queued() >= bound.maxWaiting
-  function run<T> (task: () => PromiseLike<T>, bound = defaultBound): Promise<T> {
+  function run<T> (task: () => PromiseLike<T>, bound = defaultBound, signal?: AbortSignal): Promise<T> {
     if (full(bound)) return Promise.reject(bound!.refuse())
-    return enter(task)
+    return enter(task, signal)
   }
   function reserve (bound = defaultBound): Reservation {
     if (full(bound)) throw bound!.refuse()
@@ -71,9 +103,9 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
       held = false
     }
     return {
-      run: (task) => {
+      run: (task, signal) => {
         cancel()
-        return enter(task)
+        return enter(task, signal)
       },
       cancel
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { EventEmitter } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
 import { createGate, type QueueBound, type Reservation } from '../../db/gate.js'
@@ -11,8 +12,11 @@ const ENCODED = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 // its caches, and a queue of logins must not fill libuv's pool, which file and DNS work share.
 const inSlot = createGate(availableParallelism())
 
-/** Hashes `password`; with a bound, refused at once when that many hashes wait already. */
-export const hashPassword = (password: string, bound?: QueueBound) => inSlot(() => hash(password, PARAMS), bound)
+/**
+ * Hashes `password`; with a bound, refused at once when that many hashes wait already. With a
+ * signal, dropped from the queue if it aborts first (its client has gone).
+ */
+export const hashPassword = (password: string, bound?: QueueBound, signal?: AbortSignal) => inSlot(() => hash(password, PARAMS), bound, signal)
 
 /** A place in the hash queue for a verify to come, taken before work that must not be undone (counting a login attempt). */
 export const reserveVerify = (bound?: QueueBound): Reservation => inSlot.reserve(bound)
@@ -21,9 +25,20 @@ export const reserveVerify = (bound?: QueueBound): Reservation => inSlot.reserve
  * False for a wrong password and for a hash that cannot be read: never throws on bad input. With a
  * bound it may be refused when the queue is full; with a reservation it runs in that place.
  */
-export async function verifyPassword (hashed: string, password: string, place?: QueueBound | Reservation): Promise<boolean> {
+export async function verifyPassword (hashed: string, password: string, place?: QueueBound | Reservation, signal?: AbortSignal): Promise<boolean> {
   const check = () => verify(hashed, password).catch(() => false)
-  return place !== undefined && 'run' in place ? place.run(check) : inSlot(check, place)
+  return place !== undefined && 'run' in place ? place.run(check, signal) : inSlot(check, place, signal)
+}
+
+/**
+ * Aborted, with the queue's refusal as its reason, when the request's connection closes before
+ * `release` is called: work queued for a client that has gone is dropped instead of done.
+ */
+export function whileConnected (socket: EventEmitter, bound: QueueBound): { signal: AbortSignal, release: () => void } {
+  const controller = new AbortController()
+  const gone = () => { controller.abort(bound.refuse()) }
+  socket.once('close', gone)
+  return { signal: controller.signal, release: () => { socket.off('close', gone) } }
 }
 
 /** True when the hash was made with other parameters than today's: rehash it at the next login. */

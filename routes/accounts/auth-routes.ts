@@ -3,7 +3,7 @@ import type { Reservation } from '../../db/gate.js'
 import type { Attempter, Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
-import { dummyHash, hashPassword, needsRehash, reserveVerify, verifyPassword } from '../../plugins/auth/passwords.js'
+import { dummyHash, hashPassword, needsRehash, reserveVerify, verifyPassword, whileConnected } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
 import type { App } from '../../plugins/validation.js'
 import type { TokenRequest } from '../../schemas/token.js'
@@ -57,24 +57,35 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }
 
+  /** `work` with a signal that aborts if the client goes first, when the hash queue is bounded (under overload it is full of such work). */
+  async function untilGone<T> (request: FastifyRequest, work: (signal?: AbortSignal) => Promise<T>): Promise<T> {
+    if (ctx.passwordQueue === undefined) return await work()
+    const connection = whileConnected(request.raw.socket, ctx.passwordQueue)
+    try {
+      return await work(connection.signal)
+    } finally {
+      connection.release()
+    }
+  }
+
   app.post('/auth/register', {
     schema: schemas.register,
     config: limit(limits.register, windowSeconds),
     ...ctx.idempotent
   }, async function register (request, reply) {
     const { email, password } = request.body
-    const user = await users.create({ email, hashed_password: await hashPassword(password, ctx.passwordQueue) })
+    const user = await users.create({ email, hashed_password: await untilGone(request, (signal) => hashPassword(password, ctx.passwordQueue, signal)) })
     if (!user) throw new EmailTaken(email.toLowerCase())
     await mail.verify(request, user)
     return reply.code(201).send(toPublic(user))
   })
 
   /** The account of `email` and whether `password` is its own; with the failure limit on, the attempt is counted first. */
-  async function checkCredentials (email: string, password: string, counted: Attempter | undefined, slot: Reservation) {
+  async function checkCredentials (email: string, password: string, counted: Attempter | undefined, slot: Reservation, signal?: AbortSignal) {
     const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = attempt ? attempt.user : await users.findByEmail(email)
-    return { user, valid: await verifyPassword(user?.hashed_password ?? await dummyHash(), password, slot) }
+    return { user, valid: await verifyPassword(user?.hashed_password ?? await dummyHash(), password, slot, signal) }
   }
 
   /** The password grant: the pair of an active account whose password matches, narrowed to `scope` if asked. */
@@ -89,7 +100,8 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     const counted = limited ? { email, address: request.ip } : undefined
     // The verify's place is taken before the attempt is counted: a counted attempt is never shed for a full queue.
     const slot = reserveVerify(ctx.passwordQueue)
-    const { user, valid } = await checkCredentials(email, body.password, counted, slot).finally(slot.cancel)
+    const password = body.password
+    const { user, valid } = await untilGone(request, (signal) => checkCredentials(email, password, counted, slot, signal)).finally(slot.cancel)
     if (!user || !valid) {
       ctx.count('login_failure')
       throw new InvalidCredentials()

@@ -1,3 +1,5 @@
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import underPressure from '@fastify/under-pressure'
@@ -140,6 +142,40 @@ t.test('a login beyond the password-hash queue\'s bound is a 503 problem documen
   const wrong = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: FORM, payload: form('wrong password') })
   t.equal(wrong.json().error, 'invalid_grant', 'a failure, not 429: the three refused attempts were not counted')
   t.equal((await login(app, 'ada@example.com')).headers.authorization.startsWith('Bearer '), true, 'and the account still logs in, the second counted attempt')
+})
+
+t.test('a login whose client hangs up while it waits for a hash leaves the queue at once and is never verified', async (t) => {
+  const app = await build(t, { OVERLOAD_MAX_HASH_WAITING: 2, METRICS_PORT: 0 })
+  await register(app, 'ada@example.com')
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const refuse = () => new Error('full')
+  const queueHolds = (n: number) => { try { reserveVerify({ maxWaiting: n, refuse }).cancel(); return false } catch { return true } }
+  const gate = held()
+  const busy = Array.from({ length: availableParallelism() }, () => reserveVerify().run(() => gate.done))
+  try {
+    // Two wrong-password logins, each on its own connection, fill the queue's two places.
+    const form = new URLSearchParams({ grant_type: 'password', username: 'ada@example.com', password: 'wrong password' }).toString()
+    const requests = [0, 1].map(() => {
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/api/v1/auth/login', agent: false, headers: { ...FORM, 'content-length': Buffer.byteLength(form) } })
+      req.on('error', () => {})
+      req.end(form)
+      return req
+    })
+    await until('both logins waiting for a hash', () => queueHolds(2) || undefined, 10_000)
+    for (const req of requests) req.destroy()
+    await until('the queue emptied while every hash slot is still taken', () => queueHolds(1) ? undefined : true, 10_000)
+    const accepted = login(app, 'ada@example.com')
+    await until('a new login waiting in the freed place', () => queueHolds(1) || undefined, 10_000)
+    gate.release()
+    t.equal((await accepted).headers.authorization.startsWith('Bearer '), true, 'a new login takes the place and succeeds')
+  } finally {
+    gate.release()
+  }
+  await Promise.all(busy)
+  const metrics = readMetrics(await app.plinthMetrics!.registry.metrics())
+  t.equal(valueOf(metrics, 'plinth_login_failures_total'), 0, 'the wrong passwords of the clients that left were never verified')
+  t.equal(valueOf(metrics, 'plinth_shed_requests_total', { reason: 'password_queue' }), 2, 'they count as shed from the hash queue')
 })
 
 t.test('past the event-loop threshold requests are shed with the problem document, and the probes are not', async (t) => {
