@@ -89,7 +89,8 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
       release()
     }
   }
-  const full = (bound: QueueBound | undefined) => bound !== undefined && running >= limit && queued() >= bound.maxWaiting
+  // Reserved places count against the free slots too: an idle gate must not hand out a burst of places beyond its bound.
+  const full = (bound: QueueBound | undefined) => bound !== undefined && running + queued() >= limit + bound.maxWaiting
   function run<T> (task: () => PromiseLike<T>, bound = defaultBound, signal?: AbortSignal): Promise<T> {
     if (full(bound)) return Promise.reject(bound!.refuse())
     return enter(task, signal)

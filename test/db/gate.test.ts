@@ -139,3 +139,14 @@ t.test('a waiting task whose signal aborts leaves the queue at once, rejected wi
   await busy
   t.same(run.load(), { running: 0, waiting: 0 }, 'an abort after its turn changes nothing')
 })
+
+t.test('an idle gate hands out no more places than its slots and its bound, however many are reserved at once', async (t) => {
+  const bound = { maxWaiting: 2, refuse: () => new Error('queue full') }
+  const run = createGate(1, bound)
+  const places = [run.reserve(), run.reserve(), run.reserve()]
+  t.throws(() => run.reserve(), /queue full/, 'one for the free slot and two to wait: the fourth is refused')
+  await t.rejects(run(async () => 'x'), /queue full/, 'and so is a task')
+  const results = await Promise.all(places.map((place, i) => place.run(async () => i)))
+  t.same(results, [0, 1, 2], 'each reserved place runs its task')
+  t.same(run.load(), { running: 0, waiting: 0 })
+})
