@@ -12,6 +12,12 @@ export type Database = PgDatabase<PgQueryResultHKT, Schema>
 
 export type Driver = 'pglite' | 'postgres'
 
+/** A statement ready to run with its placeholders' values: one Drizzle prepared, or built for a transaction. */
+export interface Runnable<R = unknown> { execute (values?: Record<string, unknown>): Promise<R> }
+
+/** A query that runs as it is, or is prepared once under a name. */
+export interface Preparable<R> extends Runnable<R> { prepare (name: string): Runnable<R> }
+
 /** Queries the client runs now and holds back, beside how many it runs at most (PGlite runs one at a time). */
 export interface DatabaseLoad { size: number, running: number, waiting: number }
 

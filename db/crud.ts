@@ -1,12 +1,10 @@
 import { and, asc, count, eq, getTableColumns, getTableName, gt, is, sql, SQL, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from './batch.js'
-import type { Database } from './client.js'
+import type { Database, Runnable } from './client.js'
 import { sqlState } from './errors.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
-
-interface Runnable { execute (values: Record<string, unknown>): Promise<unknown> }
 
 /** Prepared statements per table and kind, at most: shapes beyond run unprepared. */
 const MAX_SHAPES = 64

@@ -4,7 +4,7 @@ import { and, asc, count, desc, eq, getTableColumns, getTableName, or, sql, type
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { FieldKind } from '../schemas/fields.js'
 import { coalesced } from './batch.js'
-import type { Database } from './client.js'
+import type { Database, Preparable, Runnable } from './client.js'
 import { containsPattern } from './items.js'
 
 export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'contains' | 'is'
@@ -175,8 +175,6 @@ function decode (cursor: string, keys: Key[], fingerprint: string): unknown[] {
   return values
 }
 
-interface Runnable<R> { execute (values: Record<string, unknown>): Promise<R> }
-interface Preparable<R> extends Runnable<R> { prepare (name: string): Runnable<R> }
 /** A list statement's parts that hold values. */
 interface Parts { matching?: SQL, after?: SQL, limit: number, offset: number }
 

@@ -1,5 +1,5 @@
 import { and, asc, count, getTableColumns, gt, sql } from 'drizzle-orm'
-import type { Database } from './client.js'
+import type { Database, Preparable } from './client.js'
 import { coalesced } from './batch.js'
 import { createRepository, type Repository } from './crud.js'
 import { itemCounts, items } from './schema.js'
@@ -29,9 +29,7 @@ export function containsPattern (text: string): string {
   return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`
 }
 
-interface Runnable<R> { execute (values?: Record<string, unknown>): Promise<R> }
-
-function statement<R> (db: Database, name: string, build: (exec: Database) => Runnable<R> & { prepare (name: string): Runnable<R> }) {
+function statement<R> (db: Database, name: string, build: (exec: Database) => Preparable<R>) {
   const prepared = build(db).prepare(name)
   return (values: Record<string, unknown>, tx?: Database) => (tx ? build(tx) : prepared).execute(values)
 }
