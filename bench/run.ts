@@ -153,7 +153,6 @@ async function main () {
     const servers = { eddsa, stateless, observed }
     const rows: Row[] = []
     const baseline: Measured[] = []
-    const measured = new Map<string, Measured[]>()
     for (const group of pairedGroups(flags.selected)) {
       const runs = []
       for (const scenario of group) {
@@ -185,7 +184,6 @@ async function main () {
         const ratios = samples.map((s, i) => s.reqPerSec / bareSamples[i]!.reqPerSec)
         const row = toRow(scenario.name, samples, ratios, Math.max(...samples.map((s) => s.peakRss)))
         rows.push(row)
-        measured.set(scenario.name, samples)
         if (bound) {
           notes.push(`${scenario.name}: ${row.reqPerSec.toFixed(0)} req/s = ${(row.reqPerSec / bound.perSecond).toFixed(2)} × the argon2id verify bound ` +
             `measured just before on the same CPU (${bound.perSecond.toFixed(0)} verifies/s, ${bound.width} at a time, ${bound.msPerVerify.toFixed(1)} ms each)`)
@@ -201,7 +199,7 @@ async function main () {
       baseline.push(...bareSamples)
     }
     for (const scenario of flags.selected) {
-      const [samples, others] = [scenario.name, scenario.against ?? ''].map((name) => measured.get(name))
+      const [samples, others] = [scenario.name, scenario.against].map((name) => rows.find((row) => row.name === name)?.samples)
       if (!samples || !others) continue
       // Measured in the same rounds, one after the other: each round's own ratio, then their median.
       const ratios = samples.map((s, i) => s.reqPerSec / others[i]!.reqPerSec)

@@ -89,7 +89,7 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
         return
       }
       inFlight++
-      // 'close' comes once however the response ends, sent or cut: a plain listener, shared, as \`once\` would wrap it per request.
+      // 'close' comes once however the response ends, sent or cut; `on` spares the wrapper `once` makes per request.
       reply.raw.on('close', ended)
       done()
     })
