@@ -238,6 +238,7 @@ const everyScenario: Scenario[] = [
   {
     name: 'task-get',
     path: TASKS,
+    against: 'record-get',
     setup: async (baseUrl) => {
       await tasksOf(10_000)
       return { perConnection: randomIds(TASKS, await taskIds(baseUrl, 10_000)) }
@@ -260,6 +261,7 @@ const everyScenario: Scenario[] = [
     method: 'POST',
     path: `${TASKS}/`,
     body: TASK_BODY,
+    against: 'record-post',
     setup: async () => { await tasksOf(10_000) }
   },
   ...authScenarios
