@@ -3,7 +3,7 @@ import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
 import { items } from '../../db/schema.js'
-import { countingDatabase, freshDatabase, unversioned } from '../support/database.js'
+import { countingDatabase, freshDatabase, oneConnection, rowsOf, unversioned } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items)
@@ -33,6 +33,28 @@ t.test('concurrent gets share one query and each gets its own row, missing ids n
   const got = await Promise.all(ids.map((id) => countedRepo.get(id)))
   t.same(got, [made[2], null, made[0], made[2], made[1]], 'in the order asked, a repeated id twice')
   t.equal(counted.queries(), 1, 'one round trip for five lookups')
+})
+
+/** Enough rows that a plan for one id (an index scan) costs less than PostgreSQL's guess for an unknown array. */
+const manyRows = pgTable('many_rows', { id: integer('id').primaryKey().generatedAlwaysAsIdentity(), name: text('name').notNull() })
+
+t.test('lookups by id keep one generic plan instead of planning each batch anew', {
+  skip: client.driver === 'pglite' && 'PGlite keeps no prepared statement: it plans every query'
+}, async (t) => {
+  const db = await oneConnection(t, client)
+  await db.execute(sql`create table many_rows (id int generated always as identity primary key, name text not null)`)
+  await db.execute(sql`insert into many_rows (name) select 'row ' || n from generate_series(1, 10000) n`)
+  await db.execute(sql`analyze many_rows`)
+  const alone = createRepository(db, manyRows)
+  // Batches of one, two and three ids in turn: a plan made for each length would be remade every call.
+  for (let call = 0; call < 12; call++) {
+    const ids = [1, 5000, 10000].slice(0, 1 + call % 3)
+    t.same((await Promise.all(ids.map((id) => alone.get(id)))).map((row) => row?.name), ids.map((id) => `row ${id}`))
+  }
+  const [plans] = rowsOf<{ generic: number, custom: number }>(await db.execute(sql`select generic_plans::int as generic,
+    custom_plans::int as custom from pg_prepared_statements where statement like 'select % from "many_rows" where %'`))
+  t.equal(plans?.custom, 5, 'the five custom plans PostgreSQL makes before it weighs the generic one')
+  t.equal(plans!.generic, 7, 'then the generic one, every time')
 })
 
 t.test('concurrent creates share one INSERT, and each gets back its own row', async (t) => {

@@ -87,6 +87,19 @@ export function countingDatabase (client: DatabaseClient) {
   return { db: db as unknown as Database, queries: () => queries }
 }
 
+/** A Drizzle instance on one connection of `client`'s (PGlite has only one), released when the test ends. */
+export async function oneConnection (t: Test, client: DatabaseClient): Promise<Database> {
+  if (client.driver === 'pglite') return client.db
+  const pool = (client.db as unknown as { $client: postgres.Sql }).$client
+  const reserved = await pool.reserve()
+  t.teardown(() => reserved.release())
+  // Drizzle reads the type parsers from `options`, which a reserved connection shares with its pool but does not carry.
+  return onPostgres({ client: Object.assign(reserved, { options: pool.options }), schema }) as unknown as Database
+}
+
+/** The rows of `db.execute`, which PGlite's driver wraps in an object and postgres.js's does not. */
+export const rowsOf = <T>(result: unknown) => ((result as { rows?: T[] }).rows ?? result) as T[]
+
 /** A row as the repository answers one, without the version it adds: for comparing column values. */
 export const unversioned = <T extends object>(row: T | null | undefined) => {
   if (!row) return row
