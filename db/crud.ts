@@ -37,13 +37,10 @@ export function definedOnly<T extends object> (values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
-/**
- * An int[] placeholder the planner cannot look into: sent as text (`idList`) and cast in the statement, as
- * array_in is stable, not immutable. A plan for the array's own length would otherwise cost less than the
- * generic one, and PostgreSQL would plan every call anew; this way it keeps the generic plan after five.
- */
-export const idArray = (name: string) => sql`(${sql.placeholder(name)}::text)::int[]`
-export const idList = (ids: readonly number[]) => `{${ids.join(',')}}`
+// Ids sent as text (`idList`) and cast here, where the planner cannot read them (array_in is stable): else a plan
+// for each array's length beats the generic one, and PostgreSQL plans every call anew instead of keeping it.
+const idArray = (name: string) => sql`(${sql.placeholder(name)}::text)::int[]`
+const idList = (ids: readonly number[]) => `{${ids.join(',')}}`
 
 /** What a repository reads and returns of a row: an `id`, and any columns or SQL expressions. */
 export type Selection = { id: PgColumn } & Record<string, PgColumn | SQL>
