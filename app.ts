@@ -13,6 +13,7 @@ import auth from './plugins/auth/index.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
 import docs from './plugins/docs.js'
+import etags from './plugins/etags.js'
 import errors, { clientErrorHandler, problemErrorHandler } from './plugins/errors.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
@@ -37,6 +38,9 @@ declare module 'fastify' {
 }
 
 export const API_PREFIX = '/api/v1'
+
+const PROXY_WITHOUT_PUBLIC_URL = 'TRUST_PROXY is set without PUBLIC_URL: /.well-known/oauth-authorization-server builds its URLs ' +
+  'from the forwarded headers, which clients can send too, and is served uncached; set PUBLIC_URL to the origin clients reach'
 
 /** A hop count as Fastify's runtime reads one (its types take no number): the nearest `hops` proxies. */
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops
@@ -80,13 +84,17 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxDbWaiting: config.OVERLOAD_MAX_DB_WAITING,
     maxHashWaiting: config.OVERLOAD_MAX_HASH_WAITING,
-    retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS
+    retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS,
+    bodyTimeoutMs: config.BODY_TIMEOUT_SECONDS * 1000,
+    maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
+    behindProxy: config.TRUST_PROXY !== false && config.TRUST_PROXY !== 0
   })
 
+  const privateKey = privateKeyOf(config)
   await app.register(auth, {
     algorithm: config.JWT_ALGORITHM,
     secret: config.SECRET_KEY,
-    privateKey: privateKeyOf(config),
+    privateKey,
     previousKeys: config.JWT_PREVIOUS_KEYS,
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
@@ -94,7 +102,11 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     accessTokenMinutes: config.ACCESS_TOKEN_EXPIRE_MINUTES,
     refreshTokenDays: config.REFRESH_TOKEN_EXPIRE_DAYS
   })
+  // Keyed by what every process of the deployment already shares, so their ETags agree.
+  await app.register(etags, { secret: config.SECRET_KEY ?? privateKey })
 
+  // Behind a proxy the metadata's origin comes from X-Forwarded-Host, which a client can send as well.
+  if (config.TRUST_PROXY !== false && config.TRUST_PROXY !== 0 && config.PUBLIC_URL === undefined) app.log.warn(PROXY_WITHOUT_PUBLIC_URL)
   await app.register(wellKnown, { accountsPrefix: API_PREFIX, publicUrl: config.PUBLIC_URL, scopes: advertisedScopes(config, fileResources) })
   await app.register(health, { prefix: API_PREFIX })
   await app.register(catalog, {
@@ -111,6 +123,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
     prefix: API_PREFIX,
     passwordMinLength: config.PASSWORD_MIN_LENGTH,
     loginMaxFailures: config.LOGIN_MAX_FAILURES,
+    maxHashWaitingPerClient: config.OVERLOAD_MAX_HASH_WAITING_PER_CLIENT,
     rateLimits: {
       windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
       register: config.RATE_LIMIT_REGISTER,
@@ -119,6 +132,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       revoke: config.RATE_LIMIT_REVOKE,
       passwordReset: config.RATE_LIMIT_PASSWORD_RESET,
       verify: config.RATE_LIMIT_VERIFY,
+      passwordCheck: config.RATE_LIMIT_PASSWORD_CHECK,
       mailsPerEmail: config.RATE_LIMIT_MAILS_PER_EMAIL,
       mailWindowSeconds: config.RATE_LIMIT_MAILS_WINDOW_SECONDS
     },

@@ -97,6 +97,17 @@ const commands: Record<string, Command> = {
     options: { algorithm: { type: 'string', value: 'ALG', description: 'EdDSA (the default, Ed25519) or ES256 (P-256)' } },
     run: generateKeys
   },
+  secret: {
+    words: ['generate'],
+    synopsis: 'generate',
+    summary: 'print a new SECRET_KEY: 32 random bytes, base64url',
+    description: 'Prints 32 random bytes from the system\'s secure source, base64url-encoded on one line, for\n' +
+      'SECRET_KEY, which must hold at least 32 bytes. It opens no database.',
+    notes: 'Keep the output secret, and give every process of one database the same key: a new key ends\n' +
+      'every HS256 token signed with the old one. See docs/configuration.md.',
+    options: {},
+    run: generateSecret
+  },
   openapi: {
     synopsis: '',
     summary: 'print the OpenAPI 3.1 document as JSON, without a database',
@@ -308,6 +319,11 @@ async function generateKeys (values: Values) {
   if (algorithm !== 'EdDSA' && algorithm !== 'ES256') throw new UsageError(`keys: --algorithm takes EdDSA or ES256 (got ${String(algorithm)})`, usage('keys'))
   const { generateKey } = await import('./plugins/auth/keys.js')
   process.stdout.write(`${JSON.stringify(generateKey(algorithm))}\n`)
+}
+
+async function generateSecret () {
+  const { randomBytes } = await import('node:crypto')
+  process.stdout.write(`${randomBytes(32).toString('base64url')}\n`)
 }
 
 /** The document depends on settings, not data: built on a driverless Drizzle with nothing to create at boot, it opens no database. */

@@ -6,6 +6,7 @@ import { Value } from '@sinclair/typebox/value'
 import { BUILT_IN_TABLES } from './db/resources.js'
 import { readTemplatesDir } from './mail/templates.js'
 import { ALGORITHMS } from './plugins/auth/keys.js'
+import { MIN_SECRET_BYTES } from './plugins/auth/options.js'
 import type { FieldTableSpec } from './db/field-table.js'
 import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
 import { resolveResourceOptions } from './routes/resources/options.js'
@@ -38,7 +39,7 @@ export const ConfigSchema = Type.Object({
   })),
   APP_URL: Type.Optional(Type.String({
     pattern: '^https?://[^?#]+$',
-    description: 'the URL of the front end that serves /reset-password and /verify-email, such as https://app.example.com'
+    description: 'the URL of the front end that serves /reset-password, /verify-email and /confirm-email, such as https://app.example.com'
   })),
   SMTP_URL: Type.Optional(Type.String({
     pattern: '^smtps?://',
@@ -92,6 +93,7 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_REVOKE: Int(0, 60),
   RATE_LIMIT_PASSWORD_RESET: Int(0, 10),
   RATE_LIMIT_VERIFY: Int(0, 10),
+  RATE_LIMIT_PASSWORD_CHECK: Int(0, 10),
   RATE_LIMIT_MAILS_PER_EMAIL: Int(0, 5),
   RATE_LIMIT_MAILS_WINDOW_SECONDS: Int(1, 3600, 604800),
   REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
@@ -105,7 +107,11 @@ export const ConfigSchema = Type.Object({
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: Int(0, 200),
   OVERLOAD_MAX_DB_WAITING: Int(0, 200),
   OVERLOAD_MAX_HASH_WAITING: Int(0, 64),
+  OVERLOAD_MAX_HASH_WAITING_PER_CLIENT: Int(0, 4),
   OVERLOAD_RETRY_AFTER_SECONDS: Int(1, 2, 86400),
+  // Slow clients (plugins/overload.ts): how long a body may take to arrive, how many connections one address holds (0: any).
+  BODY_TIMEOUT_SECONDS: Int(1, 20, 3600),
+  MAX_CONNECTIONS_PER_ADDRESS: Int(0, 100),
   METRICS_PORT: Type.Optional(Type.Integer({
     minimum: 0,
     maximum: 65535,
@@ -189,6 +195,10 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   const badProxy = Array.isArray(config.TRUST_PROXY) ? config.TRUST_PROXY.find((entry) => !isProxyAddress(entry)) : undefined
   if (badProxy !== undefined) {
     throw new ConfigError(`TRUST_PROXY: "${badProxy}" is not an IP address, a CIDR such as 10.0.0.0/8, or loopback, linklocal, uniquelocal`)
+  }
+  // Its length is all the message tells: the key itself stays out of logs and terminals.
+  if (config.SECRET_KEY !== undefined && Buffer.byteLength(config.SECRET_KEY) < MIN_SECRET_BYTES) {
+    throw new ConfigError(`SECRET_KEY: must be at least ${MIN_SECRET_BYTES} bytes (got ${Buffer.byteLength(config.SECRET_KEY)}); plinth secret generate prints a new one`)
   }
   if (config.JWT_PRIVATE_KEY !== undefined && config.JWT_PRIVATE_KEY_FILE !== undefined) {
     throw new ConfigError('JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE are both set; keep one')

@@ -6,6 +6,7 @@ export { default as authPlugin, AuthOptionsSchema, TokenError, type AuthOptions,
 export { default as errorsPlugin, problem } from './plugins/errors.js'
 export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
 export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
+export { default as etagsPlugin, EtagsOptionsSchema, type EtagsOptions } from './plugins/etags.js'
 export { default as healthPlugin } from './plugins/health.js'
 export { default as metricsPlugin, metricsServer, type MetricsOptions, type PlinthEvent, type PlinthMetrics } from './plugins/metrics.js'
 export { default as overloadPlugin, OverloadOptionsSchema, neverShed, type OverloadOptions } from './plugins/overload.js'

@@ -10,11 +10,13 @@ import { buildApp, type App } from './app.js'
 import { ConfigError, fieldTablesOf, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
 import { createTables } from './db/resources.js'
+import { withoutValues } from './plugins/errors.js'
 import { metricsServer } from './plugins/metrics.js'
 import { startTracing } from './plugins/tracing.js'
 
 const GRACE_MS = 10_000
 const DRAIN_MS = 2_000
+const HEADERS_TIMEOUT_MS = 10_000
 
 function readConfig (): Config {
   try {
@@ -31,6 +33,8 @@ const loggerOptions: LoggerOptions = {
   level: config.LOG_LEVEL,
   // Request logs carry no headers today; this keeps tokens out if a serializer ever adds them.
   redact: ['req.headers.authorization', 'req.headers.cookie'],
+  // Every error logged, in a plugin's hook or at shutdown too, without the values bound to its statement.
+  serializers: { err: (error: Error) => pino.stdSerializers.err(withoutValues(error) as Error) },
   // A person reads a terminal, a collector reads a pipe: the output decides, never NODE_ENV.
   ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {})
 }
@@ -72,11 +76,12 @@ async function serve () {
   const app = await buildApp(config, {
     logger: loggerOptions,
     // Bound what a slow client can hold; keep-alive outlives load balancers' 60 s idle timeout, so they close idle connections.
-    requestTimeout: 30_000,
+    // The body's own timeout (overload plugin) answers first; Node's request timeout backs it for the bodies it does not see.
+    requestTimeout: HEADERS_TIMEOUT_MS + config.BODY_TIMEOUT_SECONDS * 1000,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
     // Node checks the header and request timeouts only every 30 s by default: too coarse for a 10 s bound.
-    http: { headersTimeout: 10_000, connectionsCheckingInterval: 2_000 },
+    http: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 2_000 },
     // The database stays open until the last request is answered, so those are served, not refused with Fastify's bare 503.
     return503OnClosing: false
   })

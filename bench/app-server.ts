@@ -18,6 +18,10 @@ main(async () => {
     LOG_LEVEL: 'silent',
     // Limits on, far above what a scenario sends from its one address: their cost is measured, they never trip.
     ...BENCH_RATE_LIMITS,
+    // As the connections per address: every scenario's come from one, 500 in the overload ones.
+    MAX_CONNECTIONS_PER_ADDRESS: 1e9,
+    // And so for an address's share of the hash queue, which the login scenarios fill from their one address.
+    OVERLOAD_MAX_HASH_WAITING_PER_CLIENT: 1e9,
     ...(key ? { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key } : {}),
     ...(process.env.BENCH_STATELESS ? { SESSION_CHECK: false } : {}),
     // Metrics collected as a deployment with METRICS_PORT has them; nothing scrapes here.

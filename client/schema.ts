@@ -141,7 +141,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a refresh token for a new pair (the presented token is revoked) */
+        /**
+         * Exchange a refresh token for a new pair (the presented token is revoked)
+         * @description `scope` narrows the new pair, as the token endpoint's refresh grant does; each must be in the login's narrowing and granted to the account.
+         */
         post: operations["refresh"];
         delete?: never;
         options?: never;
@@ -274,6 +277,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/confirm-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the email with the token of a link mailed to the new address; every session ends
+         * @description The token comes from the link `PATCH /users/me` mails to the new address. It works once, for as long as a reset link, and only while the account's password and email stay as they were and it stays active.
+         */
+        post: operations["confirmEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/me": {
         parameters: {
             query?: never;
@@ -292,7 +315,10 @@ export interface paths {
         delete: operations["deleteMe"];
         options?: never;
         head?: never;
-        /** Change the current user's email or password (a new password needs current_password) */
+        /**
+         * Change the current user's password, or ask to change the email (either needs current_password)
+         * @description A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it is mailed to the new address and a notice to the current one, and the email changes only when the link is followed (`POST /auth/confirm-email`). A new password in the same request is set at once.
+         */
         patch: operations["updateMe"];
         trace?: never;
     };
@@ -1930,7 +1956,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds */
+            /** @description Too many requests from this address (RATE_LIMITED), or too many of its password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2113,7 +2139,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds */
+            /** @description Too many requests from this address (RATE_LIMITED), failed password checks of this account from it (AUTH_TOO_MANY_FAILURES), or password hashes of either waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2184,6 +2210,8 @@ export interface operations {
                      * @example eyJhbGciOiJIUzI1NiJ9...
                      */
                     refresh_token: string;
+                    /** @description Space-separated scopes to narrow the token to; each must be granted to the account */
+                    scope?: string;
                 };
             };
         };
@@ -2197,7 +2225,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
+            /** @description A scope the account lacks, or wider than the login's (AUTH_INVALID_SCOPE), the token left unspent; or the body does not parse */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2208,8 +2236,8 @@ export interface operations {
                      *       "type": "about:blank",
                      *       "title": "Bad Request",
                      *       "status": 400,
-                     *       "detail": "Body is not valid JSON: Unexpected end of JSON input",
-                     *       "code": "MALFORMED_BODY"
+                     *       "detail": "scope not granted: admin",
+                     *       "code": "AUTH_INVALID_SCOPE"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -3506,6 +3534,183 @@ export interface operations {
             };
         };
     };
+    confirmEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example Gk2VbXN0sQ8pYl1r8dJx4w7uZq3mTf6aHcE9oKj2LsU */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description An account as the API shows it: never its password hash */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description The token is unknown, already used, expired, or the password or email changed since (AUTH_INVALID_EMAIL_CHANGE_TOKEN); or the body does not parse */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "detail": "Invalid email change token: it has expired; ask again",
+                     *       "code": "AUTH_INVALID_EMAIL_CHANGE_TOKEN"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Another account has registered the new email since the link was sent */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The email ada@example.com is already registered",
+                     *       "code": "ACCOUNT_EMAIL_TAKEN"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413,
+                     *       "detail": "Request body is too large",
+                     *       "code": "BODY_TOO_LARGE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is of a content type this route does not take */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "detail": "Content type \"text/plain\" is not supported here",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body, query or path failed its schema; errors[] names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unprocessable Entity",
+                     *       "status": 422,
+                     *       "detail": "/body/price must be >= 0",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/body/price",
+                     *           "message": "must be >= 0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Too many requests from this address (RATE_LIMITED), or failed logins for this account (AUTH_TOO_MANY_FAILURES); retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "detail": "Too many requests to /api/v1/auth/confirm-email from this address; retry in 42 seconds",
+                     *       "code": "RATE_LIMITED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error: the detail names the request id to look for in the log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Internal Server Error",
+                     *       "status": 500,
+                     *       "detail": "An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)",
+                     *       "code": "INTERNAL_ERROR"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, the server is closing, or it is busy and sheds load (SERVER_BUSY); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; try again shortly",
+                     *       "code": "DATABASE_UNAVAILABLE"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getMe: {
         parameters: {
             query?: never;
@@ -3821,6 +4026,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests from this address (RATE_LIMITED), failed password checks of this account from it (AUTH_TOO_MANY_FAILURES), or password hashes of either waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "detail": "Too many failed logins for this account from this address; retry in 840 seconds",
+                     *       "code": "AUTH_TOO_MANY_FAILURES"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An unexpected error: the detail names the request id to look for in the log */
             500: {
                 headers: {
@@ -3879,6 +4102,7 @@ export interface operations {
                     email?: string;
                     /** @example correct horse battery staple */
                     password?: string;
+                    /** @description Needed with `email` or `password` */
                     current_password?: string;
                 };
             };
@@ -3893,6 +4117,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description What the server did, in a sentence */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notice"];
                 };
             };
             /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
@@ -3931,7 +4164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated but not allowed: inactive account, not a superuser, a missing scope, or a wrong current password */
+            /** @description current_password is wrong (ACCOUNT_WRONG_PASSWORD), or the account is inactive (AUTH_INACTIVE_USER) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3942,14 +4175,14 @@ export interface operations {
                      *       "type": "about:blank",
                      *       "title": "Forbidden",
                      *       "status": 403,
-                     *       "detail": "This account is inactive",
-                     *       "code": "AUTH_INACTIVE_USER"
+                     *       "detail": "current_password is incorrect",
+                     *       "code": "ACCOUNT_WRONG_PASSWORD"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The email is already registered */
+            /** @description The new email belongs to another account */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4058,6 +4291,24 @@ export interface operations {
                      *       "status": 428,
                      *       "detail": "This write needs If-Match with the ETag of item 7, from its last read or write",
                      *       "code": "PRECONDITION_REQUIRED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address (RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "detail": "Too many mails of this kind to ada@example.com; retry in 1800 seconds",
+                     *       "code": "MAIL_RATE_LIMITED"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

@@ -3,18 +3,26 @@ import { and, eq, lt, sql, type SQL } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { accountTokens, users } from './schema.js'
 import type { SessionRepository } from './sessions.js'
-import type { UserRow } from './users.js'
+import { unlessEmailTaken, type UserRow } from './users.js'
 
 export type TokenPurpose = typeof accountTokens.$inferSelect['purpose']
 
 /** Why a mailed token was refused: unknown or already used, past its expiry, or issued for a password or email that has changed. */
 export type TokenRefusal = 'unknown' | 'expired' | 'stale'
 
-/** What a token is bound to: the password hash and email for a reset, the email for a verification. */
+const fingerprint = (what: SQL) => sql`encode(sha256(convert_to(${what}, 'UTF8')), 'hex')`
+
+/**
+ * What a token is bound to: the password hash and email for a reset, the email for a verification;
+ * for an email change also whether the account is active, so a deactivated account's change cannot complete.
+ */
 const BINDINGS: Record<TokenPurpose, SQL> = {
-  reset: sql`encode(sha256(convert_to(${users.hashed_password} || ' ' || ${users.email}, 'UTF8')), 'hex')`,
-  verify: sql`${users.email}`
+  reset: fingerprint(sql`${users.hashed_password} || ' ' || ${users.email}`),
+  verify: sql`${users.email}`,
+  email_change: fingerprint(sql`${users.hashed_password} || ' ' || ${users.email} || ' ' || ${users.is_active}::text`)
 }
+
+interface SpentToken { user_id: number, new_email: string | null }
 
 const digest = (token: string) => createHash('sha256').update(token).digest('hex')
 
@@ -24,31 +32,35 @@ export function newAccountToken () {
   return { token, hash: digest(token) }
 }
 
-/** The single-use tokens of password resets and email verifications, kept as hashes only. */
+/** The single-use tokens of password resets, email verifications and email changes, kept as hashes only. */
 export function createAccountTokenRepository (db: Database, sessions: SessionRepository) {
-  const issue = (purpose: TokenPurpose, where: SQL) => db.insert(accountTokens).select(db.select({
+  const issue = (on: Database, purpose: TokenPurpose, where: SQL) => on.insert(accountTokens).select(on.select({
     hash: sql`${sql.placeholder('hash')}::text`.as('hash'),
     user_id: users.id,
     purpose: sql`${purpose}::text`.as('purpose'),
     binding: sql`${BINDINGS[purpose]}`.as('binding'),
     expires_at: sql`${sql.placeholder('expires_at')}::timestamptz`.as('expires_at'),
-    created_at: sql`now()`.as('created_at')
+    created_at: sql`now()`.as('created_at'),
+    new_email: (purpose === 'email_change' ? sql`${sql.placeholder('new_email')}::text` : sql`null::text`).as('new_email')
   }).from(users).where(where)).returning({ user_id: accountTokens.user_id })
-  const resetByEmail = issue('reset', and(eq(users.email, sql.placeholder('email')), eq(users.is_active, true))!).prepare('account_tokens_reset')
-  const verifyById = issue('verify', eq(users.id, sql.placeholder('id'))).prepare('account_tokens_verify')
+  const resetByEmail = issue(db, 'reset', and(eq(users.email, sql.placeholder('email')), eq(users.is_active, true))!).prepare('account_tokens_reset')
+  const verifyById = issue(db, 'verify', eq(users.id, sql.placeholder('id'))).prepare('account_tokens_verify')
 
   /**
    * Spends the token and, while its binding still holds, applies `change` to its user: one
    * transaction, so of two requests with one token exactly one succeeds. Every other token of
    * the user for that purpose goes with it.
    */
-  async function spend (purpose: TokenPurpose, token: string, now: Date, change: Partial<UserRow>, then?: (tx: Database, user: UserRow) => Promise<unknown>): Promise<UserRow | TokenRefusal> {
+  async function spend (
+    purpose: TokenPurpose, token: string, now: Date, change: Partial<UserRow> | ((spent: SpentToken) => Partial<UserRow>),
+    then?: (tx: Database, user: UserRow) => Promise<unknown>
+  ): Promise<UserRow | TokenRefusal> {
     return db.transaction(async (tx) => {
       const [spent] = await tx.delete(accountTokens).where(and(eq(accountTokens.hash, digest(token)), eq(accountTokens.purpose, purpose)))
-        .returning({ user_id: accountTokens.user_id, binding: accountTokens.binding, expires_at: accountTokens.expires_at })
+        .returning({ user_id: accountTokens.user_id, binding: accountTokens.binding, expires_at: accountTokens.expires_at, new_email: accountTokens.new_email })
       if (!spent) return 'unknown'
       if (spent.expires_at <= now) return 'expired'
-      const [user] = await tx.update(users).set(change)
+      const [user] = await tx.update(users).set(typeof change === 'function' ? change(spent) : change)
         .where(and(eq(users.id, spent.user_id), sql`${BINDINGS[purpose]} = ${spent.binding}`)).returning()
       if (!user) return 'stale'
       await tx.delete(accountTokens).where(and(eq(accountTokens.user_id, user.id), eq(accountTokens.purpose, purpose)))
@@ -68,6 +80,15 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
       await verifyById.execute({ id: userId, hash, expires_at: expiresAt.toISOString() })
     },
 
+    /** Stores a token to move the user to `newEmail`; the user's earlier pending change goes, so only the latest can complete. */
+    async issueEmailChange (userId: number, newEmail: string, hash: string, expiresAt: Date): Promise<void> {
+      await db.transaction(async (tx) => {
+        await tx.delete(accountTokens).where(and(eq(accountTokens.user_id, userId), eq(accountTokens.purpose, 'email_change')))
+        await issue(tx, 'email_change', eq(users.id, userId))
+          .execute({ hash, expires_at: expiresAt.toISOString(), new_email: newEmail.toLowerCase() })
+      })
+    },
+
     /** Sets the new password hash and ends every session of the account; a mailed link proves the address, so it is verified too. */
     resetPassword (token: string, hashedPassword: string, now: Date) {
       return spend('reset', token, now, { hashed_password: hashedPassword, is_verified: true }, (tx, user) => sessions.revokeAll(user.id, undefined, tx))
@@ -76,6 +97,20 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
     /** Marks the account verified, if its email is still the one the link was sent to. */
     verify (token: string, now: Date) {
       return spend('verify', token, now, { is_verified: true })
+    },
+
+    /**
+     * Moves the account to the address the link was mailed to, verified, and ends every session;
+     * `taken`, with nothing spent, when another account has registered that address meanwhile.
+     */
+    async confirmEmailChange (token: string, now: Date): Promise<UserRow | TokenRefusal | { taken: string }> {
+      let address = ''
+      const moveTo = (spent: SpentToken) => {
+        address = spent.new_email!
+        return { email: address, is_verified: true }
+      }
+      const moved = await unlessEmailTaken(() => spend('email_change', token, now, moveTo, (tx, user) => sessions.revokeAll(user.id, undefined, tx)))
+      return moved ?? { taken: address }
     },
 
     async purge (): Promise<number> {

@@ -2,7 +2,7 @@ import { and, asc, count, eq, getTableColumns, getTableName, gt, is, sql, SQL, t
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from './batch.js'
 import type { Database, Runnable } from './client.js'
-import { sqlState } from './errors.js'
+import { isDatabaseUnavailable, isRefusedValue, serverBusyIn } from './errors.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
 
@@ -41,6 +41,31 @@ export function definedOnly<T extends object> (values: T): Partial<T> {
 // for each array's length beats the generic one, and PostgreSQL plans every call anew instead of keeping it.
 const idArray = (name: string) => sql`(${sql.placeholder(name)}::text)::int[]`
 const idList = (ids: readonly number[]) => `{${ids.join(',')}}`
+
+/** Each value as JSON on its own, so one JSON cannot write (a cycle, too deep) fails alone: its error in its place. */
+function jsonEach (values: readonly unknown[]): Array<string | Error> {
+  return values.map((value) => {
+    try {
+      return JSON.stringify(value)
+    } catch (err) {
+      return err as Error
+    }
+  })
+}
+
+const isText = (text: string | Error): text is string => typeof text === 'string'
+
+/** The answers to a batch: each value's JSON error in its place, the answers to those sent, in order, in the others. */
+function inOrder<A> (texts: Array<string | Error>, answers: A[]): Array<A | Error> {
+  let next = 0
+  return texts.map((text) => isText(text) ? answers[next++]! : text)
+}
+
+/**
+ * Whether the rows of a failed batch each get their own answer, tried alone: a value the database refused fails
+ * the whole statement, and so may any error outside SQL. Only a database that is down or full is every row's answer.
+ */
+const ownAnswers = (error: unknown) => !isDatabaseUnavailable(error) && serverBusyIn(error) === undefined
 
 /** What a repository reads and returns of a row: an `id`, and any columns or SQL expressions. */
 export type Selection = { id: PgColumn } & Record<string, PgColumn | SQL>
@@ -113,7 +138,7 @@ Repository<Row, InferInsertModel<T>> {
   const renamed = columnEntries.some(([key, column]) => key !== column.name)
   const computedDefaults = columnEntries.filter(([, column]) => column.defaultFn !== undefined).map(([key]) => key)
   const columnKeys = (row: object) => Object.keys(row).filter((key) => key in tableColumns && (row as Record<string, unknown>)[key] !== undefined)
-  async function insertBatch (rows: Array<InferInsertModel<T>>): Promise<Found[]> {
+  async function insertBatch (rows: Array<InferInsertModel<T>>, texts: string[]): Promise<Found[]> {
     const keys = columnKeys(rows[0]!).sort()
     const shape = keys.join(',')
     if (rows.some((row) => columnKeys(row).sort().join(',') !== shape)) return insert(rows, db)
@@ -123,21 +148,32 @@ Repository<Row, InferInsertModel<T>> {
       if (insertStatements.size >= MAX_SHAPES) return insert(rows, db)
       insertStatements.set(shape, statement = insertStatement(keys))
     }
-    return await statement.execute({ rows: JSON.stringify(rows) }) as Found[]
+    return await statement.execute({ rows: `[${texts.join(',')}]` }) as Found[]
+  }
+  // One value through the table's row type, as a batch sends it: whether it alone raises a data exception.
+  const refuses = (key: string, value: unknown) => Promise.resolve()
+    .then(() => db.execute(sql`select jsonb_populate_record(null::${table}, ${JSON.stringify({ [tableColumns[key]!.name]: value })}::jsonb) is null`))
+    .then(() => false, isRefusedValue)
+  /** `error` with the field whose value the database refused, when it is such an error and one value alone raises it. */
+  async function withField (error: Error, values: object): Promise<Error> {
+    if (!isRefusedValue(error)) return error
+    for (const key of columnKeys(values)) {
+      if (await refuses(key, (values as Record<string, unknown>)[key])) return Object.assign(error, { field: key })
+    }
+    return error
   }
   const inserts = batched<InferInsertModel<T>, Found>(async (batch) => {
-    let rows: Found[]
+    const texts = jsonEach(batch)
+    const rows = batch.filter((_, i) => typeof texts[i] === 'string')
+    let stored: Array<Found | Error> = []
     try {
-      rows = await insertBatch([...batch])
+      // The function scan feeds the insert in the array's order, so ascending ids are the batch's order.
+      if (rows.length > 0) stored = (await insertBatch(rows, texts.filter(isText))).sort((a, b) => idOf(a) - idOf(b))
     } catch (err) {
-      // A refused row (SQLSTATE class 22 or 23) fails the whole statement, which wrote nothing: each row is
-      // then tried alone as the builder sends it, so only the offending ones fail, each with the error its
-      // own values give. Any other error is every row's answer.
-      if (!/^2[23]/.test(sqlState(err) ?? '')) throw err
-      return Promise.all(batch.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => e)))
+      if (!ownAnswers(err)) throw err
+      stored = await Promise.all(rows.map((values) => insert([values], db).then(([row]) => row!, (e: Error) => withField(e, values))))
     }
-    // The function scan feeds the insert in the array's order, so ascending ids are the batch's order.
-    return rows.sort((a, b) => idOf(a) - idOf(b))
+    return inOrder(texts, stored)
   })
 
   // The updates of one event-loop turn go as one JSON parameter through one statement prepared once:
@@ -160,7 +196,7 @@ Repository<Row, InferInsertModel<T>> {
   let updateStatement: Runnable | undefined
 
   interface Change { id: number, change: Record<string, unknown>, versions?: string[] }
-  /** One change alone, as the builder sends it: outside a batch, and for a batch PostgreSQL refused. */
+  /** One change alone, as the builder sends it: outside a batch, and for a batch that failed. */
   async function updateAlone ({ id, change, versions }: Change, tx?: Database): Promise<Found | null> {
     const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
     // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
@@ -178,16 +214,17 @@ Repository<Row, InferInsertModel<T>> {
   }
   async function updateRound (round: Change[]): Promise<Array<Found | null | Error>> {
     updateStatement ??= prepareText(updateText, `${name}_update_batch`)
-    let rows: Found[]
+    const texts = jsonEach(round.map(({ id, change, versions }) => ({ i: id, v: versions, b: change })))
+    const sent = round.filter((_, i) => typeof texts[i] === 'string')
+    let rows: Found[] = []
     try {
-      rows = await updateStatement.execute({ rows: JSON.stringify(round.map(({ id, change, versions }) => ({ i: id, v: versions, b: change }))) }) as Found[]
+      if (sent.length > 0) rows = await updateStatement.execute({ rows: `[${texts.filter(isText).join(',')}]` }) as Found[]
     } catch (err) {
-      // As for creates: a refused change (class 22 or 23) fails the statement, so each is tried alone.
-      if (!/^2[23]/.test(sqlState(err) ?? '')) throw err
-      return Promise.all(round.map((change) => updateAlone(change).catch((e: Error) => e)))
+      if (!ownAnswers(err)) throw err
+      return inOrder(texts, await Promise.all(sent.map((change) => updateAlone(change).catch((e: Error) => withField(e, change.change)))))
     }
     const byId = new Map(rows.map((row) => [idOf(row), row]))
-    return round.map(({ id }) => byId.get(id) ?? null)
+    return inOrder(texts, sent.map(({ id }) => byId.get(id) ?? null))
   }
   const updateBatches = batched<Change, Found | null>(async (batch) => {
     const results: Array<Found | null | Error> = []

@@ -32,6 +32,20 @@ export function sqlState (error: unknown): string | undefined {
   return undefined
 }
 
+/** A value the database cannot take (SQLSTATE class 22, a data exception), but for a sequence's end (2200H): the server's limit. */
+export function isRefusedValue (error: unknown): boolean {
+  const state = sqlState(error)
+  return state !== undefined && state.startsWith('22') && state !== '2200H'
+}
+
+/** The field of the value the database refused, where the repository found it. */
+export function refusedField (error: unknown): string | undefined {
+  for (const cause of causes(error)) {
+    if ('field' in cause && typeof cause.field === 'string') return cause.field
+  }
+  return undefined
+}
+
 /** A resource table that cannot be created or brought up to date without risk to its rows. */
 export const ResourceTableError = createError('RESOURCE_TABLE_INVALID', '%s')
 

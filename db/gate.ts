@@ -7,6 +7,17 @@ export interface QueueBound {
   refuse (): Error
 }
 
+/**
+ * A requester's claim on a bounded queue, by the keys it is known by (its account, its address).
+ * From half the bound on, a task one of whose keys already holds `max` waiting places is refused
+ * with `refuse()`'s error, so the rest of the queue stays for everyone else.
+ */
+export interface Share {
+  keys: readonly string[]
+  max: number
+  refuse (): Error
+}
+
 /** A place in a gate's queue taken ahead of its task, so that the task is never refused once work depending on it has begun. */
 export interface Reservation {
   /** Runs the task in the reserved place; dropped from the queue, rejected with `signal`'s reason, if it aborts first. */
@@ -17,17 +28,20 @@ export interface Reservation {
 
 export interface Gate {
   /**
-   * Runs `task` in turn; with a bound (the gate's own by default), refuses it when the queue is full.
-   * A task whose `signal` aborts while it waits leaves the queue, rejected with the signal's reason.
+   * Runs `task` in turn; with a bound (the gate's own by default), refuses it when the queue is full,
+   * or when it would wait beyond its `share`. A task whose `signal` aborts while it waits leaves the
+   * queue, rejected with the signal's reason.
    */
-  <T>(task: () => PromiseLike<T>, bound?: QueueBound, signal?: AbortSignal): Promise<T>
+  <T>(task: () => PromiseLike<T>, bound?: QueueBound, signal?: AbortSignal, share?: Share): Promise<T>
   /** Tasks running now, and waiting their turn (reserved places included): what the metrics report of the pool. */
   load (): { running: number, waiting: number }
-  /** Takes a place for one later task, or throws the bound's error when the queue is full. */
-  reserve (bound?: QueueBound): Reservation
+  /** Takes a place for one later task, or throws the bound's error when the queue is full (the share's beyond its share). */
+  reserve (bound?: QueueBound, share?: Share): Reservation
   /** Sets the bound the gate applies when a call names none; undefined waits without bound. */
   limitWaiting (bound: QueueBound | undefined): void
 }
+
+const nothing = () => {}
 
 interface Waiter {
   /** Gives the waiter its turn: false when it has left the queue already. */
@@ -45,6 +59,25 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
   let head = 0
   let live = 0
   const queued = () => live + reserved
+  // The waiting places each key of a share holds: reserved, or waiting for their turn.
+  const placesOf = new Map<string, number>()
+  const hold = (keys: readonly string[], by: number) => {
+    for (const key of keys) {
+      const places = (placesOf.get(key) ?? 0) + by
+      if (places === 0) placesOf.delete(key)
+      else placesOf.set(key, places)
+    }
+  }
+  /** Holds the share's places for a task that will wait; the function returned gives them back, once. */
+  const take = (share: Share | undefined) => {
+    if (share === undefined) return nothing
+    hold(share.keys, 1)
+    let holds = true
+    return () => {
+      if (holds) hold(share.keys, -1)
+      holds = false
+    }
+  }
   const release = () => {
     while (head < waiting.length) {
       const next = waiting[head]!
@@ -79,10 +112,15 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
       signal?.addEventListener('abort', abandon, { once: true })
     })
   }
-  async function enter<T> (task: () => PromiseLike<T>, signal?: AbortSignal): Promise<T> {
-    signal?.throwIfAborted()
-    if (running < limit) running++
-    else await turn(signal)
+  /** Runs `task` once a slot is free; `leave` gives back what the task held while it waited. */
+  async function enter<T> (task: () => PromiseLike<T>, signal?: AbortSignal, leave = nothing): Promise<T> {
+    try {
+      signal?.throwIfAborted()
+      if (running < limit) running++
+      else await turn(signal)
+    } finally {
+      leave()
+    }
     try {
       return await task()
     } finally {
@@ -91,24 +129,36 @@ export function createGate (limit: number, bound?: QueueBound): Gate {
   }
   // Reserved places count against the free slots too: an idle gate must not hand out a burst of places beyond its bound.
   const full = (bound: QueueBound | undefined) => bound !== undefined && running + queued() >= limit + bound.maxWaiting
-  function run<T> (task: () => PromiseLike<T>, bound = defaultBound, signal?: AbortSignal): Promise<T> {
+  // From half the bound on, the waiting places left are kept for the keys that hold less than their share.
+  const beyondShare = (bound: QueueBound | undefined, share: Share | undefined) => bound !== undefined && share !== undefined &&
+    running + queued() - limit >= bound.maxWaiting / 2 && share.keys.some((key) => (placesOf.get(key) ?? 0) >= share.max)
+  function run<T> (task: () => PromiseLike<T>, bound = defaultBound, signal?: AbortSignal, share?: Share): Promise<T> {
     if (full(bound)) return Promise.reject(bound!.refuse())
-    return enter(task, signal)
+    if (running < limit) return enter(task, signal)
+    if (beyondShare(bound, share)) return Promise.reject(share!.refuse())
+    return enter(task, signal, take(share))
   }
-  function reserve (bound = defaultBound): Reservation {
+  function reserve (bound = defaultBound, share?: Share): Reservation {
     if (full(bound)) throw bound!.refuse()
+    if (beyondShare(bound, share)) throw share!.refuse()
     reserved++
+    // The share's places are held until the task's turn comes, not only until it is run.
+    const leave = take(share)
     let held = true
-    const cancel = () => {
+    const unreserve = () => {
+      const was = held
       if (held) reserved--
       held = false
+      return was
     }
     return {
       run: (task, signal) => {
-        cancel()
-        return enter(task, signal)
+        unreserve()
+        return enter(task, signal, leave)
       },
-      cancel
+      cancel: () => {
+        if (unreserve()) leave()
+      }
     }
   }
   return Object.assign(run, {

@@ -21,21 +21,24 @@ export const users = pgTable('users', {
 })
 
 /**
- * The single-use tokens mailed for a password reset or an email verification, stored only as
- * the SHA-256 of the token. `binding` is what the token was issued for (a fingerprint of the
- * password hash and email, or the email): once that changes, the token is void.
+ * The single-use tokens mailed for a password reset, an email verification or an email change,
+ * stored only as the SHA-256 of the token. `binding` is what the token was issued for (a
+ * fingerprint of the password hash and email, or the email): once that changes, the token is void.
  */
 export const accountTokens = pgTable('account_tokens', {
   hash: text('hash').primaryKey(),
   user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-  purpose: text('purpose', { enum: ['reset', 'verify'] }).notNull(),
+  purpose: text('purpose', { enum: ['reset', 'verify', 'email_change'] }).notNull(),
   binding: text('binding').notNull(),
   expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
-  created_at: createdAt()
+  created_at: createdAt(),
+  // The address an email change moves to: held here, not in users, so a pending change claims no address.
+  new_email: text('new_email')
 }, (table) => [
   index('account_tokens_user_id_idx').on(table.user_id),
   index('account_tokens_expires_at_idx').on(table.expires_at),
-  check('account_tokens_purpose', sql`${table.purpose} in ('reset', 'verify')`)
+  check('account_tokens_purpose', sql`${table.purpose} in ('reset', 'verify', 'email_change')`),
+  check('account_tokens_new_email', sql`(${table.purpose} = 'email_change') = (${table.new_email} is not null)`)
 ])
 
 /** A login: one family of refresh tokens, and what its access tokens name as `sid`. */

@@ -19,6 +19,7 @@ export interface LoginAttempt {
   user: UserRow | null
 }
 
+/** Whom an attempt counts against: an email, and a client address as the rate limits group it (an IPv6 client by its /64). */
 export interface Attempter { email: string, address: string }
 
 export interface Client { user_agent: string | null, ip: string | null }
@@ -86,13 +87,19 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   )
 
   // The rotations of one event-loop turn are one statement, no transaction: the UPDATE (only
-  // while the user is active) is the lock, so of concurrent rotations of one token exactly one
-  // wins; the INSERT stores each winner's successor in its family.
+  // while the user is active and the session live) is the lock, so of concurrent rotations of one
+  // token exactly one wins; the INSERT stores each winner's successor in its family.
   // Instants travel as text: the driver has no encoder for an array of them.
   const presented = sql`unnest(${sql.placeholder('jtis')}::uuid[], ${sql.placeholder('user_ids')}::int[],
     ${sql.placeholder('next_jtis')}::uuid[], ${sql.placeholder('next_expiries')}::text[]) as k(jti, user_id, next_jti, next_expires_at)`
-  const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(sql`${users}, ${presented}`)
-    .where(and(usable(sql`k.jti`, sql`k.user_id`), eq(users.id, refreshTokens.user_id), eq(users.is_active, true)))
+  // Each session is share-locked, in id order as endSessions locks them, before its token is spent:
+  // an end that comes first leaves it ended (no rotation); one that comes second waits, then revokes the successor.
+  const live = db.$with('live').as(db.select({ id: sessions.id }).from(sessions)
+    .innerJoin(refreshTokens, eq(refreshTokens.family_id, sessions.id))
+    .where(and(sql`${refreshTokens.jti} = any(${sql.placeholder('jtis')}::uuid[])`, isNull(sessions.ended_at)))
+    .orderBy(sessions.id).for('share', { of: sessions }))
+  const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(sql`${users}, ${presented}, ${live}`)
+    .where(and(usable(sql`k.jti`, sql`k.user_id`), eq(users.id, refreshTokens.user_id), eq(users.is_active, true), eq(live.id, refreshTokens.family_id)))
     .returning({
       jti: refreshTokens.jti,
       user_id: refreshTokens.user_id,
@@ -110,7 +117,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     revoked: sql`false`.as('revoked'),
     created_at: sql`now()`.as('created_at')
   }).from(revoked)))
-  const rotation = db.with(revoked, successors).select({ jti: revoked.jti, scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
+  const rotation = db.with(live, revoked, successors).select({ jti: revoked.jti, scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
 
   interface Rotation { jti: string, userId: number, next: Successor }
@@ -138,16 +145,27 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const lastUsed = sql<Date>`(select max(${refreshTokens.created_at}) from ${refreshTokens} where ${refreshTokens.family_id} = ${sessions.id})`
     .mapWith(refreshTokens.created_at)
 
-  /** Ends the sessions `where` picks and revokes their refresh tokens; how many were live. */
-  async function endSessions (where: SQL, tx: Database = db): Promise<number> {
-    const ended = await tx.update(sessions).set({ ended_at: sql`now()` }).where(and(where, isNull(sessions.ended_at)))
-      .returning({ id: sessions.id })
+  /**
+   * Ends the sessions `where` picks and revokes their refresh tokens, in `tx`: each session is
+   * locked in id order first, as a rotation locks it, so a rotation that locked it earlier has
+   * stored its successor by the time the second statement reads the family. How many were live.
+   */
+  async function endIn (tx: Database, where: SQL): Promise<number> {
+    const picked = tx.select({ id: sessions.id }).from(sessions).where(and(where, isNull(sessions.ended_at)))
+      .orderBy(sessions.id).for('no key update')
+    const ended = await tx.update(sessions).set({ ended_at: sql`now()` }).where(inArray(sessions.id, picked)).returning({ id: sessions.id })
     if (ended.length > 0) {
       await tx.update(refreshTokens).set({ revoked: true })
         .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
-      onEnded(ended.length)
     }
     return ended.length
+  }
+
+  /** Ends the sessions `where` picks, in one transaction (or in the caller's `tx`); how many were live. */
+  async function endSessions (where: SQL, tx?: Database): Promise<number> {
+    const ended = tx ? await endIn(tx, where) : await db.transaction((on) => endIn(on, where))
+    if (ended > 0) onEnded(ended)
+    return ended
   }
 
   /** A revoked token presented again ends its whole family, with reuse detection on, unless it was rotated just now. */
@@ -185,6 +203,15 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     /** Spends `jti` for `next` while the user is active: current scopes and session, or null (revokeFamilyIfReplayed says why). */
     rotate (jti: string, userId: number, next: Successor): Promise<{ scopes: string, sid: string } | null> {
       return rotations.load({ jti, userId, next })
+    },
+
+    /** The account's scopes while `jti` could be rotated (usable, its session live, its user active), else null: a narrowing is checked against them first. */
+    async scopesIfRotatable (jti: string, userId: number): Promise<string | null> {
+      const [row] = await db.select({ scopes: users.scopes }).from(refreshTokens)
+        .innerJoin(users, eq(users.id, refreshTokens.user_id))
+        .innerJoin(sessions, eq(sessions.id, refreshTokens.family_id))
+        .where(and(usable(jti, userId), eq(users.is_active, true), isNull(sessions.ended_at)))
+      return row?.scopes ?? null
     },
 
     revokeFamilyIfReplayed,

@@ -8,24 +8,26 @@ export type UserRow = typeof users.$inferSelect
 export type NewUserRow = typeof users.$inferInsert
 
 const UNIQUE_VIOLATION = '23505'
+/** Advisory lock key of the bootstrap superuser's creation ('plns'). */
+const FIRST_SUPERUSER_LOCK = 0x706c6e73
+
+/**
+ * Runs a write that may hit the unique email index; `null` when the email is taken. In a
+ * caller's transaction it runs in a savepoint, as the violation would abort the whole of it.
+ */
+export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, tx?: Database): Promise<T | null> {
+  try {
+    return await (tx ? tx.transaction(write) : write())
+  } catch (err) {
+    if (sqlState(err) === UNIQUE_VIOLATION) return null
+    throw err
+  }
+}
 
 /** Users: the generic repository plus what accounts need (email lookup, unique emails, seeding). */
 export function createUserRepository (db: Database) {
   const repo = createRepository(db, users)
   const byEmail = db.select().from(users).where(eq(users.email, sql.placeholder('email'))).limit(1).prepare('users_by_email')
-
-  /**
-   * Runs a write that may hit the unique email index; `null` when the email is taken. In a
-   * caller's transaction it runs in a savepoint, as the violation would abort the whole of it.
-   */
-  async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, tx?: Database): Promise<T | null> {
-    try {
-      return await (tx ? tx.transaction(write) : write())
-    } catch (err) {
-      if (sqlState(err) === UNIQUE_VIOLATION) return null
-      throw err
-    }
-  }
 
   return {
     ...repo,
@@ -58,6 +60,21 @@ export function createUserRepository (db: Database) {
     /** Deletes the account unless it is the last active superuser; given `versions`, only in one of them. */
     async deleteAccount (id: number, versions?: string[]): Promise<'deleted' | 'not_found' | 'last_superuser'> {
       return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, tx, versions) ? 'deleted' : 'not_found')
+    },
+    /**
+     * The bootstrap superuser, created only while no superuser exists at all (an inactive one
+     * counts): once one has, a deleted or renamed one never comes back. Starts of several
+     * instances take turns, so they create one at most. An existing account is never changed.
+     */
+    async createFirstSuperuser (values: NewUserRow): Promise<'created' | 'superuser_exists' | 'email_taken'> {
+      return db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`select pg_advisory_xact_lock(${FIRST_SUPERUSER_LOCK})`))
+        const [superuser] = await tx.select({ id: users.id }).from(users).where(eq(users.is_superuser, true)).limit(1)
+        if (superuser) return 'superuser_exists'
+        const inserted = await tx.insert(users).values({ ...values, email: values.email.toLowerCase(), is_superuser: true })
+          .onConflictDoNothing({ target: users.email }).returning({ id: users.id })
+        return inserted.length > 0 ? 'created' : 'email_taken'
+      })
     },
     /** Creates the account unless the email exists; an existing account is never changed. */
     async createIfAbsent (values: NewUserRow): Promise<{ created: boolean, user: UserRow }> {

@@ -1,11 +1,15 @@
+import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto'
 import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { etagKeyOf } from './etags.js'
 
 /**
  * Conditional requests (RFC 9110 section 13) on single rows. A row's version is PostgreSQL's
  * `xmin`, the transaction that wrote the row as it is now: every write of the row changes it, it
- * needs no column, and a write can be made conditional on it in its own WHERE clause.
+ * needs no column, and a write can be made conditional on it in its own WHERE clause. The ETag
+ * is the row's id and version encrypted: `xmin` counts the whole database's transactions, which
+ * no client may read, and a key the clients lack turns it into 16 bytes that look random.
  * @see https://www.rfc-editor.org/rfc/rfc9110#section-13
  */
 
@@ -19,20 +23,16 @@ export const ConditionalOptions = {
   requireIfMatch: Type.Boolean({ default: false, errorMessage: 'must be a boolean' })
 }
 
-/** A strong ETag: a row's version names its exact bytes, as a representation is made from the row alone. */
-export const etagOf = (version: string) => `"${version}"`
-
 /** The entity tags of an If-Match or If-None-Match field, `*` as itself. */
 function entityTags (field: string): string[] {
   return field.split(',').map((tag) => tag.trim()).filter(Boolean)
 }
 
 /**
- * Sets the row's ETag; when the request's If-None-Match already has it (weak comparison), sends
- * the 304, with no body, and is true: the handler then returns the reply.
+ * Sets `etag`, a strong ETag; when the request's If-None-Match already has it (weak comparison),
+ * sends the 304, with no body, and is true: the handler then returns the reply.
  */
-export function notModified (request: FastifyRequest, reply: FastifyReply, version: string): boolean {
-  const etag = etagOf(version)
+export function notModified (request: FastifyRequest, reply: FastifyReply, etag: string): boolean {
   reply.header('etag', etag)
   const field = request.headers['if-none-match']
   if (field === undefined) return false
@@ -41,19 +41,69 @@ export function notModified (request: FastifyRequest, reply: FastifyReply, versi
   return matched
 }
 
+/** A row as it is now: its id and its version. */
+export interface VersionedRow { id: number, version: string }
+
+/** The ETags of one table's rows, and the conditions on them. */
+export interface RowEtags {
+  /** The row's strong ETag: it names the row's exact bytes, as a representation is made from the row alone. */
+  of (row: VersionedRow): string
+  /** `notModified` with the row's ETag. */
+  notModified (request: FastifyRequest, reply: FastifyReply, row: VersionedRow): boolean
+  /**
+   * The versions a write may replace, from If-Match (strong comparison: a weak tag, or one that is
+   * no ETag of this table under this key, never matches); undefined when any will do (no field, or
+   * `*`). A tag of another row never matches. Without the field, 428 when it is required.
+   */
+  expectedVersions (request: FastifyRequest, required: boolean, id: number, what: string): string[] | undefined
+}
+
+const OPAQUE = /^"[\w-]{22}"$/
+
 /**
- * The versions a write may replace, from If-Match (strong comparison: a weak tag never matches);
- * undefined when any will do (no field, or `*`). Without the field, 428 when it is required.
+ * The ETags of `table`'s rows under the app's key (plugins/etags.ts), with `salt` mixed in: a new
+ * salt changes every ETag of the table. An ETag is the row's id, its version and four zero bytes,
+ * one AES block encrypted: a row in one version always gets one tag, and a tag decrypts back to
+ * its version, so a write stays conditional in its own WHERE clause; a tag whose zeros do not come
+ * back was not made here, for this table, under this key and salt.
  */
-export function expectedVersions (request: FastifyRequest, required: boolean, what: string): string[] | undefined {
-  const field = request.headers['if-match']
-  if (field === undefined) {
-    if (required) throw new PreconditionRequired(what)
-    return undefined
+export function rowEtags (app: FastifyInstance, table: string, salt = ''): RowEtags {
+  const key = createHmac('sha256', etagKeyOf(app)).update(`${table}\0${salt}`).digest()
+  // ECB on exactly one block is the bare permutation; the objects are kept, each call one block.
+  const cipher = createCipheriv('aes-256-ecb', key, null).setAutoPadding(false)
+  const decipher = createDecipheriv('aes-256-ecb', key, null).setAutoPadding(false)
+  const block = Buffer.alloc(16)
+
+  function of (row: VersionedRow): string {
+    block.writeBigUInt64BE(BigInt(row.id), 0)
+    block.writeUInt32BE(Number(row.version), 8)
+    block.writeUInt32BE(0, 12)
+    return `"${cipher.update(block).toString('base64url')}"`
   }
-  const tags = entityTags(field)
-  if (tags.includes('*')) return undefined
-  return tags.filter((tag) => tag.length > 2 && tag.startsWith('"') && tag.endsWith('"')).map((tag) => tag.slice(1, -1))
+
+  function versionOf (tag: string, id: number): string | undefined {
+    if (!OPAQUE.test(tag)) return undefined
+    const bytes = Buffer.from(tag.slice(1, -1), 'base64url')
+    // Several spellings decode to one block; only the one this server writes is its ETag.
+    if (`"${bytes.toString('base64url')}"` !== tag) return undefined
+    const plain = decipher.update(bytes)
+    return plain.readUInt32BE(12) === 0 && plain.readBigUInt64BE(0) === BigInt(id) ? String(plain.readUInt32BE(8)) : undefined
+  }
+
+  return {
+    of,
+    notModified: (request, reply, row) => notModified(request, reply, of(row)),
+    expectedVersions (request, required, id, what) {
+      const field = request.headers['if-match']
+      if (field === undefined) {
+        if (required) throw new PreconditionRequired(what)
+        return undefined
+      }
+      const tags = entityTags(field)
+      if (tags.includes('*')) return undefined
+      return tags.map((tag) => versionOf(tag, id)).filter((version) => version !== undefined)
+    }
+  }
 }
 
 /**

@@ -3,9 +3,10 @@ import type { Socket } from 'node:net'
 import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isDatabaseUnavailable, serverBusyIn } from '../db/errors.js'
+import { isDatabaseUnavailable, isRefusedValue, refusedField, serverBusyIn, sqlState } from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
+import { FORMAT_MESSAGES, unstorableText } from '../schemas/storable.js'
 import { assertBeforeRoutes } from './order.js'
 import { apiSecurityHeaders } from './security.js'
 import type { App } from './validation.js'
@@ -46,18 +47,12 @@ function pointer (context: string | undefined, error: ValidationError): string {
   return `/${context ?? 'request'}${error.instancePath}${missing}`
 }
 
-const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u
-
-function textMessage (data: unknown) {
-  return typeof data === 'string' && !data.includes('\u0000') && UNPAIRED_SURROGATE.test(data)
-    ? 'must not contain unpaired surrogates'
-    : 'must not contain NUL characters'
-}
-
 function message (error: ValidationError & { data?: unknown }): string {
   if (error.keyword === 'required') return 'is required'
-  if (error.keyword === 'pattern' && error.params.pattern === TEXT_PATTERN) return textMessage(error.data)
-  return error.message ?? 'is invalid'
+  // The text pattern fails exactly where unstorableText finds a reason.
+  if (error.keyword === 'pattern' && error.params.pattern === TEXT_PATTERN) return `must not contain ${unstorableText(error.data as string) as string}`
+  const formatMessage = error.keyword === 'format' ? FORMAT_MESSAGES[error.params.format as string] : undefined
+  return formatMessage ?? error.message ?? 'is invalid'
 }
 
 function validationProblem (error: FastifyError): ValidationProblem {
@@ -69,10 +64,21 @@ function validationProblem (error: FastifyError): ValidationProblem {
   return { ...problem(422, 'VALIDATION_FAILED', detail), errors }
 }
 
+/** A value that passed its schema but not PostgreSQL: the client's 422, naming the field when the repository found it. */
+function refusedValueProblem (error: FastifyError, request: FastifyRequest): ValidationProblem {
+  // Validation should have refused it: the log says which value slipped through, so its rule can be tightened.
+  request.log.warn({ err: withoutValues(error) }, 'the database refused a value that passed validation')
+  const field = refusedField(error)
+  const path = `/${request.body === undefined ? 'querystring' : 'body'}${field === undefined ? '' : `/${field}`}`
+  const message = 'is not a value the database accepts'
+  return { ...problem(422, 'VALIDATION_FAILED', `${path} ${message}`), errors: [{ path, message }] }
+}
+
 function toProblem (error: FastifyError, request: FastifyRequest): Problem | ValidationProblem {
   if (error.validation) return validationProblem(error)
+  if (isRefusedValue(error)) return refusedValueProblem(error, request)
   if (isDatabaseUnavailable(error)) {
-    request.log.warn({ err: error }, 'database unavailable')
+    request.log.warn({ err: withoutValues(error) }, 'database unavailable')
     return problem(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly')
   }
   const status = error.statusCode ?? 500
@@ -84,8 +90,36 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
     return problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
   }
   // Anything else is our fault: the log gets the error, the client a generic line it can quote.
-  request.log.error({ err: error }, 'unhandled error')
+  request.log.error({ err: withoutValues(error) }, 'unhandled error')
   return problem(500, 'INTERNAL_ERROR', `An unexpected error occurred (request ${request.id})`)
+}
+
+// Where drivers keep a failed statement's values (Drizzle's and PGlite's `params`, postgres.js's `parameters`
+// and `args`), and PostgreSQL's fields that quote them (a duplicate key's `detail`, a JSON error's `where`).
+const VALUE_KEYS = new Set(['params', 'parameters', 'args', 'queryOptions', 'detail', 'where'])
+const MAX_CAUSES = 4
+
+/** Drizzle's message ends in the values; PostgreSQL's (which has a `severity`) in the value it could not read, quoted. */
+const messageWithoutValues = (error: Error) => 'severity' in error
+  ? error.message.replace(/: "[\s\S]*"$/, ': "…"')
+  : error.message.replace(/\nparams: [\s\S]*$/, '')
+
+/**
+ * `error` as the log gets it: the statement's text and SQLSTATE, never the values bound to it (a password hash,
+ * a token digest), in it or in its causes.
+ */
+export function withoutValues (error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error)) return error
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error & Record<string, unknown>
+  for (const [key, value] of Object.entries(error)) if (!VALUE_KEYS.has(key) && key !== 'cause') copy[key] = value
+  copy.message = messageWithoutValues(error)
+  const frames = String(error.stack).split('\n').filter((line) => line.startsWith('    at '))
+  copy.stack = [`${error.name}: ${copy.message}`, ...frames].join('\n')
+  // A few causes deep, as Drizzle and the drivers nest them: a chain that loops ends there.
+  if (error.cause !== undefined && depth < MAX_CAUSES) copy.cause = withoutValues(error.cause, depth + 1)
+  const state = depth === 0 ? sqlState(error) : undefined
+  if (state !== undefined) copy.sqlState = state
+  return copy
 }
 
 function sendProblem (reply: FastifyReply, body: Problem) {

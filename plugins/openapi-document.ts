@@ -50,7 +50,7 @@ export function openapiDocument (app: FastifyInstance): RouteHandlerMethod {
     const form = sentForm(app.swagger())
     const encoding = negotiate(request.headers['accept-encoding'] ?? '', ENCODINGS) as Encoding | null
     reply.header('vary', 'accept-encoding').header('cache-control', 'no-cache')
-    if (notModified(request, reply, encoding ? `${form.hash}-${encoding}` : form.hash)) return reply
+    if (notModified(request, reply, `"${encoding ? `${form.hash}-${encoding}` : form.hash}"`)) return reply
     reply.type('application/json; charset=utf-8')
     return encoding ? reply.header('content-encoding', encoding).send(encodedOf(form, encoding)) : reply.send(form.json)
   }

@@ -1,7 +1,11 @@
-import type { OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, Server } from 'node:http'
+import type { Socket } from 'node:net'
+import { Readable } from 'node:stream'
 import createError from '@fastify/error'
+import { normalizeIP } from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { QueueBound } from '../db/gate.js'
 import { serverBusy, type ShedReason } from '../db/errors.js'
@@ -11,12 +15,13 @@ import { readOptions } from './options.js'
 import type { App } from './validation.js'
 
 export const InvalidOverloadOptions = createError('OVERLOAD_INVALID_OPTIONS', 'overload plugin: %s')
+const BodyTimeout = createError('REQUEST_TIMEOUT', 'The request body did not arrive within %s s', 408)
 
 const Limit = (fallback: number, what: string) =>
   Type.Integer({ minimum: 0, maximum: 2147483647, default: fallback, errorMessage: `must be an integer of at least 0 (${what}; 0 turns the check off)` })
 
 export const OverloadOptionsSchema = Type.Object({
-  /** Requests refused at once while this many are in progress: the queue every other one stands in. */
+  /** Requests refused at once while this many are in progress, counted once their body has arrived. */
   maxInFlight: Limit(300, 'requests'),
   /** Requests are shed while the event loop's mean delay over the last sample exceeds this. */
   maxEventLoopDelayMs: Limit(200, 'milliseconds'),
@@ -27,7 +32,13 @@ export const OverloadOptionsSchema = Type.Object({
   /** The Retry-After of every shed request. */
   retryAfterSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 2, errorMessage: 'must be an integer from 1 to 86400' }),
   /** How often the event-loop delay is sampled: a shorter interval reacts, and recovers, sooner. */
-  sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60000, default: 500, errorMessage: 'must be an integer from 10 to 60000' })
+  sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60000, default: 500, errorMessage: 'must be an integer from 10 to 60000' }),
+  /** How long a request's body may take to arrive after its head: past it, 408 and the connection is closed. */
+  bodyTimeoutMs: Type.Integer({ minimum: 1, maximum: 3600000, default: 20000, errorMessage: 'must be an integer from 1 to 3600000' }),
+  /** Connections one client address (an IPv6 client's /64) may hold open; the ones past it are closed at once. */
+  maxConnectionsPerAddress: Limit(100, 'connections'),
+  /** Every connection comes from a proxy, whose address is no client's: connections are then not capped per address. */
+  behindProxy: Type.Boolean({ default: false, errorMessage: 'must be a boolean' })
 })
 
 export type OverloadOptions = Partial<Static<typeof OverloadOptionsSchema>>
@@ -48,11 +59,69 @@ declare module 'fastify' {
 /** Route config that keeps a route answering under overload (probes): under-pressure's own per-route handler, admitting. */
 export const neverShed = { pressureHandler: () => undefined }
 
+const expectsBody = (headers: IncomingHttpHeaders) =>
+  headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')
+
+/**
+ * The body of `request` as the stream Fastify's parsers read, failing with a 408 if it has not
+ * all arrived within `ms`. It reads the request only once it is itself read, so a parser that
+ * reads the raw request instead still gets every byte.
+ */
+function timedBody (request: FastifyRequest, reply: FastifyReply, ms: number): Readable {
+  const raw = request.raw
+  let reading = false
+  const body = new Readable({
+    read () {
+      if (reading) {
+        raw.resume()
+        return
+      }
+      reading = true
+      raw.on('data', (chunk: Buffer) => { if (!body.push(chunk)) raw.pause() })
+      raw.once('end', () => body.push(null))
+      raw.once('error', (err) => body.destroy(err))
+    }
+  })
+  // A parser of the raw request leaves this stream unread: its timeout must not go unheard and throw.
+  body.on('error', () => {})
+  const timer = setTimeout(() => {
+    // Waiting longer for the rest would only hold the connection: it closes after the answer.
+    reply.raw.shouldKeepAlive = false
+    body.destroy(new BodyTimeout(ms / 1000))
+  }, ms)
+  const stop = () => clearTimeout(timer)
+  raw.once('end', stop)
+  reply.raw.once('close', stop)
+  return body
+}
+
+/** Closes at once each connection past `max` from one client address; an IPv6 client counts by its /64, as it can use any address in it. */
+function capConnections (server: Server, max: number) {
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    // A socket just accepted knows its peer.
+    const address = normalizeIP(socket.remoteAddress as string)
+    const count = open.get(address) ?? 0
+    if (count >= max) {
+      socket.destroy()
+      return
+    }
+    open.set(address, count + 1)
+    socket.once('close', () => {
+      const left = open.get(address)! - 1
+      if (left === 0) open.delete(address)
+      else open.set(address, left)
+    })
+  })
+}
+
 /**
  * Graceful overload: past a threshold, requests are answered 503 with Retry-After and the problem
  * document at once instead of queueing without bound. The event-loop delay is checked before
- * routing (@fastify/under-pressure); the database's and the password hashes' queues refuse the
- * task that would wait beyond their bound. Register it after plinth's db plugin and before the profiles.
+ * routing (@fastify/under-pressure), the requests in progress once their body is in; the
+ * database's and the password hashes' queues refuse the task that would wait beyond their bound.
+ * Slow clients are bounded too: a body has a time to arrive, a client address a number of
+ * connections. Register it after plinth's db plugin and before the profiles.
  * @see https://github.com/fastify/under-pressure
  */
 async function overloadPlugin (app: App, opts: OverloadOptions) {
@@ -73,13 +142,25 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
   }
   app.decorate('plinthOverload', { retryAfterSeconds, passwordQueue: bound('password_queue', options.maxHashWaiting) })
 
+  app.addHook('preParsing', function timeBody (request, reply, payload, done) {
+    // Most bodies come with their head, whole before any hook runs: they need no timer.
+    if (request.raw.complete || !expectsBody(request.headers)) return done(null, payload)
+    done(null, timedBody(request, reply, options.bodyTimeoutMs))
+  })
+
+  if (options.maxConnectionsPerAddress > 0) {
+    if (options.behindProxy) app.log.info('overload: behind a proxy (TRUST_PROXY) MAX_CONNECTIONS_PER_ADDRESS is not applied: every connection comes from the proxy')
+    else capConnections(app.server, options.maxConnectionsPerAddress)
+  }
+
   if (options.maxInFlight > 0) {
     const { maxInFlight } = options
     let inFlight = 0
     const refusedBody = JSON.stringify(problem(503, refusals.in_flight.code, refusals.in_flight.message))
     const refusedHeaders = { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(refusedBody), 'retry-after': String(retryAfterSeconds) }
     const ended = () => { inFlight-- }
-    app.addHook('onRequest', function shedPastInFlight (request, reply, done) {
+    // Counted once the body is in: a client that trickles its body holds a connection, never a place.
+    app.addHook('preValidation', function shedPastInFlight (request, reply, done) {
       if (inFlight >= maxInFlight && (request.routeOptions.config as { pressureHandler?: unknown }).pressureHandler !== neverShed.pressureHandler) {
         // Written straight out, with the headers set so far (security, CORS): a refusal that cost
         // as much as a cheap read would spare nothing.

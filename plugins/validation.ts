@@ -6,6 +6,7 @@ import type {
   FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError,
   RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
 } from 'fastify'
+import { jsonbKeyword, storableFormats } from '../schemas/storable.js'
 
 // Fastify's defaults, but a JSON body is never coerced ("price": "5" is refused), while query strings and
 // paths, text by nature, are. Verbose errors carry the refused value for the message. No meta-schema check
@@ -16,6 +17,9 @@ function ajv (options: Options) {
   // Draft 2019-09 rather than Fastify's draft-07: it knows dependentRequired, as OpenAPI 3.1 does.
   const instance = new Ajv2019({ ...common, ...options })
   addFormats.default(instance)
+  // Dates and instants as PostgreSQL takes them, and objects as jsonb stores them: else a driver error, a 500.
+  for (const [name, format] of Object.entries(storableFormats)) instance.addFormat(name, format)
+  instance.addKeyword(jsonbKeyword)
   return instance
 }
 
@@ -66,6 +70,14 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   if (httpPart === 'body') return compileBody(schema as object)
   if (httpPart === 'headers' && documentsOnly(schema as object)) return passes
   return finiteNumbersOnly(compileText(schema as object))
+}
+
+// What an HTML form sends: a page on any site can post these cross-site without a CORS preflight.
+export const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']
+
+/** JSON bodies only in this (encapsulated) context, whatever parsers the host has: a form is Fastify's 415. */
+export function jsonBodiesOnly (app: FastifyInstance) {
+  for (const type of FORM_TYPES) if (app.hasContentTypeParser(type)) app.removeContentTypeParser(type)
 }
 
 /** plinth's Fastify instance: TypeBox route schemas type the handlers. Every plugin and route module takes one. */

@@ -12,7 +12,7 @@ export const InvalidWellKnownOptions = createError('WELL_KNOWN_INVALID_OPTIONS',
 export const WellKnownOptionsSchema = Type.Object({
   /** Where the accounts plugin is registered: its token endpoint is `<accountsPrefix>/auth/login`. */
   accountsPrefix: Type.String({ pattern: '^(/[A-Za-z0-9._~-]+)*$', default: '/api/v1', errorMessage: 'must be a path such as /api/v1, without a trailing slash' }),
-  /** The origin clients reach the server at; the request's own when absent. */
+  /** The origin clients reach the server at; the request's own when absent, and the metadata then answered `no-store`. */
   publicUrl: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+$', errorMessage: 'must be an origin such as https://api.example.com' })),
   scopes: Type.Array(Type.String({ minLength: 1 }), { default: ['me'], errorMessage: 'must be an array of scope names' })
 })
@@ -22,6 +22,8 @@ export type WellKnownOptions = Partial<typeof WellKnownOptionsSchema.static>
 const CLIENT_AUTH = ['none', 'client_secret_basic', 'client_secret_post']
 // Clients and verifiers cache these; an hour bounds how long a rotated key stays unknown to them.
 const CACHE = 'public, max-age=3600'
+// An origin taken from the request's headers is the requester's own: no cache may hand it to anyone else.
+const UNCACHED = 'no-store'
 
 /** RFC 8414 metadata and, with EdDSA or ES256, the JWK Set; at the root, after authPlugin. */
 async function wellKnown (app: App, opts: WellKnownOptions) {
@@ -31,6 +33,7 @@ async function wellKnown (app: App, opts: WellKnownOptions) {
   // Without PUBLIC_URL the issuer follows the Host header, which a client may set: fine for
   // discovery behind a proxy that fixes Host, not for anything that pins the issuer.
   const origin = (request: FastifyRequest) => publicUrl ?? `${request.protocol}://${request.host}`
+  const metadataCache = publicUrl === undefined ? UNCACHED : CACHE
 
   app.get('/.well-known/oauth-authorization-server', {
     schema: {
@@ -41,7 +44,7 @@ async function wellKnown (app: App, opts: WellKnownOptions) {
     }
   }, async function metadata (request, reply) {
     const base = origin(request)
-    reply.header('cache-control', CACHE)
+    reply.header('cache-control', metadataCache)
     return {
       issuer: base,
       token_endpoint: `${base}${accountsPrefix}/auth/login`,

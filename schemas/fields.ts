@@ -2,6 +2,7 @@ import createError from '@fastify/error'
 import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
 import { Id, PG_INT_MAX, TEXT_PATTERN, Timestamp } from './common.js'
 import { pascalName } from './record.js'
+import { MAX_OBJECT_DEPTH } from './storable.js'
 
 /** How a field is stored: the PostgreSQL type of its column. */
 export type FieldKind = 'text' | 'integer' | 'number' | 'boolean' | 'timestamp' | 'date' | 'text[]' | 'jsonb'
@@ -152,10 +153,19 @@ export function fieldSchema (field: Field): JsonSchema {
 
 const unsafe = (schema: JsonSchema) => Type.Unsafe(schema)
 
+/**
+ * A field's schema in a body: an object is also bounded to what jsonb stores, and in depth, so one client's value
+ * cannot fail the batch it shares with others. Added here, not kept in `value`: stored definitions predate it.
+ */
+function bodyFieldSchema (field: Field): JsonSchema {
+  const schema = fieldSchema(field)
+  return field.kind === 'jsonb' ? { ...schema, 'x-jsonb': { maxDepth: MAX_OBJECT_DEPTH } } : schema
+}
+
 /** The create body, which is also PUT's (a full replace): a field left out takes its default. Unknown properties are stripped, and nothing is coerced. */
 export function createBodySchema (name: string, fields: Field[]) {
   const properties = Object.fromEntries(fields.map((field) => {
-    const schema = unsafe({ ...fieldSchema(field), ...(field.default !== undefined ? { default: field.default } : {}) })
+    const schema = unsafe({ ...bodyFieldSchema(field), ...(field.default !== undefined ? { default: field.default } : {}) })
     return [field.name, field.optional || field.default !== undefined ? Type.Optional(schema) : schema]
   }))
   return Type.Object(properties, { additionalProperties: false, title: `${pascalName(name)}Create` })
@@ -163,7 +173,7 @@ export function createBodySchema (name: string, fields: Field[]) {
 
 /** The PATCH body: every field optional and without default, so only what is sent changes. */
 export function patchBodySchema (name: string, fields: Field[]) {
-  const properties = Object.fromEntries(fields.map((field) => [field.name, Type.Optional(unsafe(fieldSchema(field)))]))
+  const properties = Object.fromEntries(fields.map((field) => [field.name, Type.Optional(unsafe(bodyFieldSchema(field)))]))
   return Type.Object(properties, { additionalProperties: false, title: `${pascalName(name)}Patch` })
 }
 

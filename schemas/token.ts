@@ -54,3 +54,9 @@ export const RevocationRequestSchema = Type.Object({
 export const RefreshRequestSchema = Type.Object({
   refresh_token: Text({ minLength: 1, maxLength: 4096, description: 'The refresh_token of the last pair', examples: ['eyJhbGciOiJIUzI1NiJ9...'] })
 }, { additionalProperties: false })
+
+/** /auth/refresh's body: the refresh token and, as at the token endpoint's refresh grant, an optional narrowing. */
+export const RefreshScopeRequestSchema = Type.Object({
+  ...RefreshRequestSchema.properties,
+  scope: TokenRequestSchema.properties.scope
+}, { additionalProperties: false })

@@ -27,12 +27,12 @@ export const RegisterSchema = (passwordMinLength: number) => Type.Object({
   password: Password(passwordMinLength)
 }, { additionalProperties: false })
 
-/** A new password needs the current one, so a stolen access token cannot take the account. */
+/** A new password or email needs the current password, so a stolen access token cannot take the account. */
 export const MeUpdateSchema = (passwordMinLength: number) => Type.Object({
   email: Type.Optional(Email()),
   password: Type.Optional(Password(passwordMinLength)),
-  current_password: Type.Optional(Text({ maxLength: 1024 }))
-}, { additionalProperties: false, dependentRequired: { password: ['current_password'] } })
+  current_password: Type.Optional(Text({ maxLength: 1024, description: 'Needed with `email` or `password`' }))
+}, { additionalProperties: false, dependentRequired: { email: ['current_password'], password: ['current_password'] } })
 
 const adminFlags = {
   is_active: Type.Optional(Type.Boolean()),

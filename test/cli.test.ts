@@ -162,6 +162,33 @@ t.test('keys generate prints a new private JWK the server signs with; another al
   t.match(help.stdout, /^Usage: plinth keys generate \[--algorithm ALG\]\n/)
 })
 
+t.test('secret generate prints a new SECRET_KEY of 32 random bytes, which the server boots with', async (t) => {
+  const [first, second, word, help] = await Promise.all([
+    plinth(['secret', 'generate']), plinth(['secret', 'generate']), plinth(['secret', 'make']), plinth(['secret', '--help'])
+  ])
+  t.same([first.code, first.stderr], [0, ''])
+  t.match(first.stdout, /^[\w-]{43}\n$/, 'base64url, one line')
+  const key = first.stdout.trim()
+  t.equal(Buffer.from(key, 'base64url').length, 32, '32 random bytes')
+  t.not(second.stdout, first.stdout, 'a new key each time')
+  t.same([word.code, word.stdout], [2, ''])
+  t.match(word.stderr, /^plinth: secret: expected "secret generate"/)
+  t.match(help.stdout, /^Usage: plinth secret generate\n/)
+  const app = await build(t, { SECRET_KEY: key })
+  await register(app, 'secret@example.com')
+  const { headers } = await login(app, 'secret@example.com')
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/users/me', headers })).statusCode, 200, 'its tokens are signed and verified with it')
+})
+
+t.test('serve with a short SECRET_KEY exits 1 naming SECRET_KEY, and never prints the key', async (t) => {
+  const short = await plinth(['serve'], { env: { DATABASE_URL: 'memory://', PORT: '0', SECRET_KEY: 'a' } })
+  t.equal(short.code, 1)
+  t.match(short.stderr, /^plinth: invalid configuration: SECRET_KEY: must be at least 32 bytes \(got 1\); plinth secret generate prints a new one\n$/)
+  const leaked = await plinth(['serve'], { env: { DATABASE_URL: 'memory://', PORT: '0', SECRET_KEY: 'thirty-one-bytes-of-a-weak-key!' } })
+  t.equal(leaked.code, 1)
+  t.notMatch(leaked.stderr, /weak-key/, 'the refused key is not in the message')
+})
+
 t.test('an unknown option or a missing one exits 2 with that command\'s usage on stderr', async (t) => {
   const target = await untouched(t)
   const [migrateHelp, superuserHelp, migrate, superuser, noEmail] = await Promise.all([

@@ -31,6 +31,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     RATE_LIMIT_REVOKE: 60,
     RATE_LIMIT_PASSWORD_RESET: 10,
     RATE_LIMIT_VERIFY: 10,
+    RATE_LIMIT_PASSWORD_CHECK: 10,
     RATE_LIMIT_MAILS_PER_EMAIL: 5,
     RATE_LIMIT_MAILS_WINDOW_SECONDS: 3600,
     REFRESH_REUSE_DETECTION: false,
@@ -42,7 +43,10 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: 200,
     OVERLOAD_MAX_DB_WAITING: 200,
     OVERLOAD_MAX_HASH_WAITING: 64,
+    OVERLOAD_MAX_HASH_WAITING_PER_CLIENT: 4,
     OVERLOAD_RETRY_AFTER_SECONDS: 2,
+    BODY_TIMEOUT_SECONDS: 20,
+    MAX_CONNECTIONS_PER_ADDRESS: 100,
     METRICS_HOST: '127.0.0.1',
     OTEL_TRACING: false,
     BODY_LIMIT: 1048576,
@@ -54,7 +58,7 @@ t.test('environment strings become typed values', async (t) => {
   const config = loadConfig({
     PORT: '9000',
     DATABASE_URL: 'postgresql://u@127.0.0.1:5432/db',
-    SECRET_KEY: 's3cret',
+    SECRET_KEY: 'a-secret-key-of-at-least-32-bytes',
     BACKEND_CORS_ORIGINS: 'http://localhost:3000, https://app.example.com,',
     CREATE_TABLES_ON_STARTUP: 'false',
     RESOURCES: 'records,notes',
@@ -63,7 +67,7 @@ t.test('environment strings become typed values', async (t) => {
   })
   t.equal(config.PORT, 9000)
   t.equal(config.DATABASE_URL, 'postgresql://u@127.0.0.1:5432/db')
-  t.equal(config.SECRET_KEY, 's3cret')
+  t.equal(config.SECRET_KEY, 'a-secret-key-of-at-least-32-bytes')
   t.same(config.BACKEND_CORS_ORIGINS, ['http://localhost:3000', 'https://app.example.com'])
   t.equal(config.CREATE_TABLES_ON_STARTUP, false)
   t.same(config.RESOURCES, ['records', 'notes'])
@@ -109,6 +113,17 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     t.match(error.message, message, JSON.stringify(env))
     t.notMatch(error.message, /\n/, 'one line')
   }
+})
+
+t.test('a SECRET_KEY shorter than 32 bytes stops the start, naming SECRET_KEY but not the key', async (t) => {
+  for (const key of ['a', 'change-me', 'x'.repeat(31)]) {
+    const error = t.throws(() => loadConfig({ SECRET_KEY: key }), ConfigError) as Error
+    t.equal(error.message, `SECRET_KEY: must be at least 32 bytes (got ${key.length}); plinth secret generate prints a new one`)
+  }
+  t.throws(() => resolveConfig({ SECRET_KEY: 'a' }), /^SECRET_KEY: must be at least 32 bytes/, 'settings passed to buildApp too')
+  t.equal(loadConfig({ SECRET_KEY: 'x'.repeat(32) }).SECRET_KEY, 'x'.repeat(32))
+  t.equal(loadConfig({ SECRET_KEY: '\u00e9'.repeat(16) }).SECRET_KEY, '\u00e9'.repeat(16), 'bytes, not characters: 16 of 2 bytes each')
+  t.equal(loadConfig({}).SECRET_KEY, undefined, 'unset stays allowed: a random key per process, with a warning')
 })
 
 t.test('resolveConfig takes typed settings and fills in defaults', async (t) => {

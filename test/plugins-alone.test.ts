@@ -21,7 +21,7 @@ async function bareApp (t: Test) {
 t.test('accounts alone, with the auth plugin: register, log in, read the profile', async (t) => {
   const app = await bareApp(t)
   // No errors plugin: accounts sets the problem-document error handler on its own context.
-  await app.register(authPlugin, { secret: 'a host secret' })
+  await app.register(authPlugin, { secret: 'a host secret of 32 bytes or more' })
   await app.register(accounts, { prefix: '/api/v1' })
 
   const registered = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email: 'Host@Example.com', password: 'long enough' } })

@@ -59,7 +59,7 @@ t.test('METRICS_PORT serves /metrics on a listener of its own, closed with the s
 })
 
 t.test('no SECRET_KEY warning when the key is set', async (t) => {
-  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret' })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret-of-at-least-32-bytes' })
   await server.listening
   t.notOk(server.logs.some((entry) => /SECRET_KEY/.test(String(entry.msg))))
   server.child.kill('SIGTERM')
@@ -81,7 +81,7 @@ t.test('several workers on PGlite are refused with a clear message', async (t) =
 })
 
 t.test('logs are JSON lines on a pipe and pretty on a terminal', async (t) => {
-  const piped = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret' })
+  const piped = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret-of-at-least-32-bytes' })
   await piped.listening
   t.ok(piped.logs.length > 0 && piped.logs.every((entry) => typeof entry.level === 'number' && typeof entry.time === 'number'), 'every stdout line is a pino JSON object')
   piped.child.kill('SIGTERM')
@@ -91,7 +91,7 @@ t.test('logs are JSON lines on a pipe and pretty on a terminal', async (t) => {
   const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript')).join(' ')
   const command = `exec ${process.execPath} ${loader} ${new URL('../server.ts', import.meta.url).pathname}`
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
-    env: { ...process.env, DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+    env: { ...process.env, DATABASE_URL: 'memory://', SECRET_KEY: 'a-shared-secret-of-at-least-32-bytes', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })

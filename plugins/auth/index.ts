@@ -73,7 +73,8 @@ async function authPlugin (app: App, opts: AuthOptions) {
     if (!sessionCheck) return users.get(subjectId(claims))
     if (claims.sid === undefined) throw invalidToken('the token names no session; log in again')
     const found = await sessionUsers(subjectId(claims), claims.sid)
-    if (found && !found.live) throw invalidToken('its session has ended')
+    // A deactivation ends every session: an inactive account is told so (403) before its ended session is (401).
+    if (found && found.user.is_active && !found.live) throw invalidToken('its session has ended')
     return found?.user ?? null
   }
 

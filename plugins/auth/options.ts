@@ -21,4 +21,13 @@ export const AuthOptionsSchema = Type.Object({
 
 export type AuthOptions = Partial<Static<typeof AuthOptionsSchema>>
 
-export const resolveAuthOptions = (opts: AuthOptions) => readOptions(AuthOptionsSchema, opts, InvalidAuthOptions)
+/** The shortest HS256 secret taken: an HMAC key shorter than its hash's output is weaker than the hash, and a short one is guessed. */
+export const MIN_SECRET_BYTES = 32
+
+export function resolveAuthOptions (opts: AuthOptions) {
+  const options = readOptions(AuthOptionsSchema, opts, InvalidAuthOptions)
+  // Its length is all the message tells: the secret itself stays out of logs.
+  const bytes = options.secret === undefined ? undefined : Buffer.byteLength(options.secret)
+  if (bytes !== undefined && bytes < MIN_SECRET_BYTES) throw new InvalidAuthOptions(`secret must be at least ${MIN_SECRET_BYTES} bytes (got ${bytes})`)
+  return options
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
-import { createGate, type QueueBound, type Reservation } from '../../db/gate.js'
+import { createGate, type QueueBound, type Reservation, type Share } from '../../db/gate.js'
 
 // OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane); 2 is Argon2id (a const enum tsc cannot inline here).
 export const PARAMS = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 }
@@ -13,13 +13,14 @@ const ENCODED = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 const inSlot = createGate(availableParallelism())
 
 /**
- * Hashes `password`; with a bound, refused at once when that many hashes wait already. With a
- * signal, dropped from the queue if it aborts first (its client has gone).
+ * Hashes `password`; with a bound, refused at once when that many hashes wait already, or when its
+ * requester holds its `share` of them. With a signal, dropped from the queue if it aborts first (its client has gone).
  */
-export const hashPassword = (password: string, bound?: QueueBound, signal?: AbortSignal) => inSlot(() => hash(password, PARAMS), bound, signal)
+export const hashPassword = (password: string, bound?: QueueBound, signal?: AbortSignal, share?: Share) =>
+  inSlot(() => hash(password, PARAMS), bound, signal, share)
 
 /** A place in the hash queue for a verify to come, taken before work that must not be undone (counting a login attempt). */
-export const reserveVerify = (bound?: QueueBound): Reservation => inSlot.reserve(bound)
+export const reserveVerify = (bound?: QueueBound, share?: Share): Reservation => inSlot.reserve(bound, share)
 
 /**
  * False for a wrong password and for a hash that cannot be read: never throws on bad input. With a

@@ -68,6 +68,23 @@ export function accountMail (options: AccountMailOptions) {
       await tokens.issueVerify(user.id, hash, expiry(options.verifyTokenMinutes))
       send(request, 'verify-email', user.email, token, options.verifyTokenMinutes)
       return 0
+    },
+
+    /** Counts a confirmation link to `address` (lower-cased): the seconds to wait before it may be sent, or 0. */
+    emailChangeWait (address: string): Promise<number> {
+      return capped('confirm-email', address)
+    },
+
+    /**
+     * A link that moves the user to `address` (lower-cased), mailed there, and a notice to the user's current
+     * email, never capped: whoever asks for a change cannot keep the owner from hearing of it.
+     * The link works as long as a reset link, since following it can hand over the account.
+     */
+    async changeEmail (request: FastifyRequest, user: UserRow, address: string): Promise<void> {
+      const { token, hash } = newAccountToken()
+      await tokens.issueEmailChange(user.id, address, hash, expiry(options.resetTokenMinutes))
+      send(request, 'confirm-email', address, token, options.resetTokenMinutes)
+      mailer.send(request.log, 'email-change-notice', user.email, { link: '', email: user.email, expires: '', new_email: address })
     }
   }
 }

@@ -1,15 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Reservation } from '../../db/gate.js'
-import type { Attempter, Refusal } from '../../db/sessions.js'
+import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
-import { dummyHash, hashPassword, needsRehash, reserveVerify, verifyPassword, whileConnected } from '../../plugins/auth/passwords.js'
+import { hashPassword, needsRehash } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
 import type { App } from '../../plugins/validation.js'
 import type { TokenRequest } from '../../schemas/token.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, InvalidCredentials, InvalidRefreshToken, UnverifiedEmail, tooManyFailures } from './errors.js'
+import { EmailTaken, InvalidCredentials, InvalidRefreshToken, UnverifiedEmail } from './errors.js'
 import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
+import { checkPassword, hashShare, untilGone } from './password-check.js'
 import { limit } from './rate-limits.js'
 
 const USER_AGENT_MAX = 512
@@ -57,36 +57,18 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return new InvalidRefreshToken('it was already used; every token of its login has been revoked')
   }
 
-  /** `work` with a signal that aborts if the client goes first, when the hash queue is bounded (under overload it is full of such work). */
-  async function untilGone<T> (request: FastifyRequest, work: (signal?: AbortSignal) => Promise<T>): Promise<T> {
-    if (ctx.passwordQueue === undefined) return await work()
-    const connection = whileConnected(request.raw.socket, ctx.passwordQueue)
-    try {
-      return await work(connection.signal)
-    } finally {
-      connection.release()
-    }
-  }
-
   app.post('/auth/register', {
     schema: schemas.register,
     config: limit(limits.register, windowSeconds),
     ...ctx.idempotent
   }, async function register (request, reply) {
     const { email, password } = request.body
-    const user = await users.create({ email, hashed_password: await untilGone(request, (signal) => hashPassword(password, ctx.passwordQueue, signal)) })
+    const hashed = await untilGone(ctx, request, (signal) => hashPassword(password, ctx.passwordQueue, signal, hashShare(ctx, request)))
+    const user = await users.create({ email, hashed_password: hashed })
     if (!user) throw new EmailTaken(email.toLowerCase())
     await mail.verify(request, user)
     return reply.code(201).send(toPublic(user))
   })
-
-  /** The account of `email` and whether `password` is its own; with the failure limit on, the attempt is counted first. */
-  async function checkCredentials (email: string, password: string, counted: Attempter | undefined, slot: Reservation, signal?: AbortSignal) {
-    const attempt = counted ? await sessions.beginLogin(email, counted.address) : undefined
-    if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
-    const user = attempt ? attempt.user : await users.findByEmail(email)
-    return { user, valid: await verifyPassword(user?.hashed_password ?? await dummyHash(), password, slot, signal) }
-  }
 
   /** The password grant: the pair of an active account whose password matches, narrowed to `scope` if asked. */
   async function passwordGrant (request: FastifyRequest, body: TokenRequest): Promise<IssuedPair> {
@@ -94,14 +76,9 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     if (body.password === undefined) throw new InvalidRequest('password is required for the password grant')
     const email = body.username.toLowerCase()
     const requested = requestedScopes(body.scope)
-    const limited = ctx.loginMaxFailures > 0
     // With the limit on, counting the attempt also reads the account, and opening the session
     // also forgets the count (db/sessions.ts says why).
-    const counted = limited ? { email, address: request.ip } : undefined
-    // The verify's place is taken before the attempt is counted: a counted attempt is never shed for a full queue.
-    const slot = reserveVerify(ctx.passwordQueue)
-    const password = body.password
-    const { user, valid } = await untilGone(request, (signal) => checkCredentials(email, password, counted, slot, signal)).finally(slot.cancel)
+    const { user, valid, counted } = await checkPassword(ctx, request, email, body.password)
     if (!user || !valid) {
       ctx.count('login_failure')
       throw new InvalidCredentials()
@@ -127,11 +104,23 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return pair
   }
 
+  /**
+   * `requested` must be within the account's scopes and the login's narrowing, or it is
+   * invalid_scope and the token stays unspent. A token that cannot be rotated is refused as such
+   * by the rotation, whatever it asks for, so a replay still ends its family.
+   */
+  async function checkRequested (claims: TokenClaims, userId: number, requested: string[]) {
+    const current = await sessions.scopesIfRotatable(claims.jti, userId)
+    if (current === null) return
+    const account = scopeList(current)
+    narrowScopes(requested, claims.grant ? claims.grant.filter((scope) => account.includes(scope)) : account)
+  }
+
   /** Rotation for /auth/refresh and the refresh grant: current scopes, within the login's narrowing and `scope`. */
   async function rotate (request: FastifyRequest, refreshToken: string, scope?: string): Promise<IssuedPair> {
     const { claims, userId } = refreshSubject(refreshToken)
     const requested = requestedScopes(scope)
-    if (requested && claims.grant) narrowScopes(requested, claims.grant)
+    if (requested) await checkRequested(claims, userId, requested)
     const next = app.plinthTokens.nextRefresh()
     const rotated = await sessions.rotate(claims.jti, userId, next)
     if (!rotated) {
@@ -171,7 +160,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     schema: schemas.refresh,
     config: limit(limits.refresh, windowSeconds)
   }, async function refresh (request, reply) {
-    return sendPair(reply, await rotate(request, request.body.refresh_token))
+    return sendPair(reply, await rotate(request, request.body.refresh_token, request.body.scope))
   })
 
   app.post('/auth/revoke', {

@@ -19,6 +19,8 @@ export interface AccountsContext {
   schemas: ReturnType<typeof accountsSchemas>
   passwordMinLength: number
   loginMaxFailures: number
+  /** From half the hash queue on, the hashes one account or one address may have waiting; 0: no share. */
+  maxHashWaitingPerClient: number
   rateLimits: Static<typeof AccountsOptionsSchema>['rateLimits']
   defaultLimit: number
   maxLimit: number

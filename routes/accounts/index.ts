@@ -1,4 +1,3 @@
-import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { createAccountTokenRepository } from '../../db/account-tokens.js'
@@ -19,6 +18,7 @@ import { ScopesSchema, UserPageSchema, UserSchema } from '../../schemas/user.js'
 import { OAuthErrorSchema, TokenPairSchema } from '../../schemas/token.js'
 import { accountMail } from './account-mail.js'
 import { authRoutes } from './auth-routes.js'
+import { formsForOAuthOnly } from './forms.js'
 import { accountsSchemas } from './schemas.js'
 import type { AccountsContext } from './context.js'
 import { resolveAccountsOptions, type AccountsOptions } from './options.js'
@@ -60,8 +60,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
 
   app.setValidatorCompiler(validatorCompiler)
   app.setErrorHandler(problemErrorHandler)
-  // A host that parses forms already keeps its parser; a second one would fail the boot.
-  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody)
+  await formsForOAuthOnly(app)
   await registerRateLimits(app, counter)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, UserSchema, UserPageSchema, ScopesSchema, TokenPairSchema, OAuthErrorSchema, SessionSchema, SessionPageSchema, NoticeSchema])
   documentRoutes(app, {
@@ -72,13 +71,13 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   })
 
   if (options.firstSuperuser) {
-    const { email, password } = options.firstSuperuser
-    const { created, user } = await ctx.users.createIfAbsent({
-      email, hashed_password: await hashPassword(password), is_superuser: true, is_verified: true, scopes: 'me'
+    const email = options.firstSuperuser.email.toLowerCase()
+    const outcome = await ctx.users.createFirstSuperuser({
+      email, hashed_password: await hashPassword(options.firstSuperuser.password), is_verified: true, scopes: 'me'
     })
-    // An existing account is never changed here: not its password, and never promoted.
-    if (created) app.log.info({ email: user.email }, 'first superuser created')
-    else if (!user.is_superuser) app.log.warn({ email: user.email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
+    if (outcome === 'created') app.log.info({ email }, 'first superuser created')
+    else if (outcome === 'email_taken') app.log.warn({ email }, 'FIRST_SUPERUSER_EMAIL belongs to an account that is not a superuser; left unchanged')
+    else app.log.debug('a superuser exists: FIRST_SUPERUSER_EMAIL and FIRST_SUPERUSER_PASSWORD create none')
   }
 
   const purge = () => Promise.all([sessions.purge(), counter.purge(), tokens.purge()])

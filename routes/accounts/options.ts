@@ -10,9 +10,11 @@ const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, de
 
 export const AccountsOptionsSchema = Type.Object({
   passwordMinLength: Count(1, 8),
-  /** Failed logins per email and address per window before 429; 0 disables the limit. */
+  /** Failed password checks (logins, current_password) per email and client address per window before 429; 0 disables the limit. */
   loginMaxFailures: Count(0, 10),
   loginWindowSeconds: Count(1, 900),
+  /** From half the bounded hash queue on, the hashes one account or one client address may have waiting before 429; 0: no share. */
+  maxHashWaitingPerClient: Count(0, 4),
   ...PageLimitOptions(100),
   /** How often unusable refresh records and expired login counters are deleted. */
   purgeIntervalMs: Count(1000, 3_600_000),
@@ -31,8 +33,10 @@ export const AccountsOptionsSchema = Type.Object({
     revoke: Count(0, 60),
     /** /auth/forgot-password and /auth/reset-password, each. */
     passwordReset: Count(0, 10),
-    /** /auth/verify/request and /auth/verify, each. */
+    /** /auth/verify/request, /auth/verify and /auth/confirm-email, each. */
     verify: Count(0, 10),
+    /** PATCH and DELETE /users/me together: the routes that check current_password. */
+    passwordCheck: Count(0, 10),
     /** Mails of one kind to one address per `mailWindowSeconds`, whoever asks; past it no mail is sent. */
     mailsPerEmail: Count(0, 5),
     mailWindowSeconds: Count(1, 3600)
@@ -45,7 +49,7 @@ export const AccountsOptionsSchema = Type.Object({
   verifyTokenMinutes: Count(1, 1440),
   mail: Type.Object({
     from: Type.String({ minLength: 3, default: 'plinth <no-reply@localhost>', errorMessage: 'must be a sender such as "Example <no-reply@example.com>"' }),
-    /** Where links lead: the front end that serves /reset-password and /verify-email, never the request's Host. */
+    /** Where links lead: the front end that serves /reset-password, /verify-email and /confirm-email, never the request's Host. */
     appUrl: Type.String({ pattern: '^https?://[^?#]+$', default: 'http://localhost:8000', errorMessage: 'must be an http(s) URL without query or fragment' }),
     timeoutMs: Count(1, 10_000),
     templates: Type.Object(Object.fromEntries(TEMPLATE_NAMES.map((name) => [name, Type.Optional(Type.Object({

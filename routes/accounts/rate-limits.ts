@@ -19,8 +19,11 @@ function storeOn (counter: RateCounter): FastifyRateLimitStoreCtor {
   }
 }
 
-/** One counter per route and client address (an IPv6 client by its /64, as it can use any address in it). */
-const keyOf = (request: FastifyRequest) => `${request.routeOptions.url} ${normalizeIP(request.ip)}`
+/** The client a request comes from, as every per-address limit counts it: an IPv6 client by its /64, as it can use any address in it. */
+export const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip)
+
+/** One counter per route and client address. */
+const keyOf = (request: FastifyRequest) => `${request.routeOptions.url} ${clientAddress(request)}`
 
 /**
  * @fastify/rate-limit for this context's routes that ask for it (`limit()`), counted in the

@@ -2,7 +2,8 @@ import type { TokenRefusal } from '../../db/account-tokens.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
 import type { App } from '../../plugins/validation.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { AlreadyVerified, InvalidResetToken, InvalidVerifyToken, tooManyMails } from './errors.js'
+import { hashShare } from './password-check.js'
+import { AlreadyVerified, EmailTaken, InvalidEmailChangeToken, InvalidResetToken, InvalidVerifyToken, tooManyMails } from './errors.js'
 import { limit } from './rate-limits.js'
 
 export const FORGOT_NOTICE = 'If an active account has this email, a link to reset its password has been sent to it'
@@ -19,7 +20,13 @@ const VERIFY_REFUSALS: Record<TokenRefusal, string> = {
   stale: 'the account\'s email changed since it was sent'
 }
 
-/** Password recovery and email verification, through links mailed to the account's address. */
+const EMAIL_CHANGE_REFUSALS: Record<TokenRefusal, string> = {
+  unknown: 'it is unknown or was already used',
+  expired: 'it has expired; ask again',
+  stale: 'the password or the email changed since it was sent; ask again'
+}
+
+/** Password recovery, email verification and email changes, through links mailed to the address. */
 export function recoveryRoutes (app: App, ctx: AccountsContext) {
   const { tokens, mail, schemas } = ctx
   const { windowSeconds, passwordReset, verify } = ctx.rateLimits
@@ -37,7 +44,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
     config: limit(passwordReset, windowSeconds)
   }, async function resetPassword (request, reply) {
     const { token, new_password: password } = request.body
-    const reset = await tokens.resetPassword(token, await hashPassword(password, ctx.passwordQueue), ctx.now())
+    const reset = await tokens.resetPassword(token, await hashPassword(password, ctx.passwordQueue, undefined, hashShare(ctx, request)), ctx.now())
     if (typeof reset === 'string') throw new InvalidResetToken(RESET_REFUSALS[reset])
     request.log.info({ userId: reset.id }, 'password reset through a mailed link: every session ended')
     return reply.code(204).send(null)
@@ -62,5 +69,16 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
     const verified = await tokens.verify(request.body.token, ctx.now())
     if (typeof verified === 'string') throw new InvalidVerifyToken(VERIFY_REFUSALS[verified])
     return toPublic(verified)
+  })
+
+  app.post('/auth/confirm-email', {
+    schema: schemas.confirmEmail,
+    config: limit(verify, windowSeconds)
+  }, async function confirmEmail (request) {
+    const moved = await tokens.confirmEmailChange(request.body.token, ctx.now())
+    if (typeof moved === 'string') throw new InvalidEmailChangeToken(EMAIL_CHANGE_REFUSALS[moved])
+    if ('taken' in moved) throw new EmailTaken(moved.taken)
+    request.log.info({ userId: moved.id }, 'email changed through a mailed link: every session ended')
+    return toPublic(moved)
   })
 }

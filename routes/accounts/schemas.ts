@@ -6,7 +6,7 @@ import { ref } from '../../schemas/common.js'
 import { problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import { MySessionParams, SessionPageSchema, UserSessionParams } from '../../schemas/session.js'
-import { OAuthErrorSchema, RefreshRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema } from '../../schemas/token.js'
+import { OAuthErrorSchema, RefreshRequestSchema, RefreshScopeRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema } from '../../schemas/token.js'
 import { ForgotPasswordSchema, NoticeSchema, ResetPasswordSchema, VerifySchema } from '../../schemas/recovery.js'
 import {
   MeDeleteSchema, MeUpdateSchema, RegisterSchema, ScopesSchema, UserAdminUpdateSchema, UserCreateSchema, UserIdParams, UserPageSchema, UserSchema
@@ -39,13 +39,29 @@ const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b
 const emailTakenOrInFlight: ProblemExample = [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered',
   'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the request first sent with this Idempotency-Key is still in progress (IDEMPOTENCY_KEY_IN_FLIGHT)']
 
-export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, rateLimits }: {
-  passwordMinLength: number, defaultLimit: number, maxLimit: number, rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke' | 'passwordReset' | 'verify', number>
+/** The 429 of a route that checks a password. */
+const passwordChecked: ProblemExample = [429, 'AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in 840 seconds',
+  'Too many requests from this address (RATE_LIMITED), failed password checks of this account from it (AUTH_TOO_MANY_FAILURES), ' +
+  'or password hashes of either waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds']
+
+export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, rateLimits, loginMaxFailures, maxHashWaitingPerClient }: {
+  passwordMinLength: number
+  defaultLimit: number
+  maxLimit: number
+  loginMaxFailures: number
+  maxHashWaitingPerClient: number
+  rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke' | 'passwordReset' | 'verify' | 'passwordCheck', number>
 }) {
   // A route with a rate limit may answer 429.
   const limited = (route: keyof typeof rateLimits, path: string): ProblemExample[] => rateLimits[route] > 0
     ? [[429, 'RATE_LIMITED', `Too many requests to /api/v1/auth/${path} from this address; retry in 42 seconds`]]
     : []
+  // Registration hashes a password within its address's share of the hash queue.
+  const registerLimited: ProblemExample[] = rateLimits.register > 0 || maxHashWaitingPerClient > 0
+    ? [[429, 'RATE_LIMITED', 'Too many requests to /api/v1/auth/register from this address; retry in 42 seconds',
+        'Too many requests from this address (RATE_LIMITED), or too many of its password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds']]
+    : []
+  const checksPassword = rateLimits.passwordCheck > 0 || loginMaxFailures > 0 || maxHashWaitingPerClient > 0 ? [passwordChecked] : []
   return {
     register: {
       operationId: 'register',
@@ -54,7 +70,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       description: 'The new account is unverified; a link to verify its email is mailed to it.',
       body: RegisterSchema(passwordMinLength),
       headers: IdempotentCreate.headers,
-      response: { 201: ref(UserSchema), ...problemResponses(emailTakenOrInFlight, 422, ...limited('register', 'register')) }
+      response: { 201: ref(UserSchema), ...problemResponses(emailTakenOrInFlight, 422, ...registerLimited) }
     },
     forgotPassword: {
       operationId: 'forgotPassword',
@@ -101,6 +117,21 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
         ...limited('verify', 'verify'))
       }
     },
+    confirmEmail: {
+      operationId: 'confirmEmail',
+      summary: 'Change the email with the token of a link mailed to the new address; every session ends',
+      description: 'The token comes from the link `PATCH /users/me` mails to the new address. It works once, for as long as a reset link, ' +
+        'and only while the account\'s password and email stay as they were and it stays active.',
+      tags: authTags,
+      body: VerifySchema,
+      response: {
+        200: ref(UserSchema),
+        ...problemResponses([400, 'AUTH_INVALID_EMAIL_CHANGE_TOKEN', 'Invalid email change token: it has expired; ask again',
+          'The token is unknown, already used, expired, or the password or email changed since (AUTH_INVALID_EMAIL_CHANGE_TOKEN); or the body does not parse'],
+        [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered', 'Another account has registered the new email since the link was sent'],
+        422, ...limited('verify', 'confirm-email'))
+      }
+    },
     token: {
       operationId: 'login',
       summary: 'The OAuth 2.0 token endpoint: log in with the password grant, or refresh',
@@ -116,7 +147,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
           'unsupported_grant_type or invalid_scope', ['invalid_grant', 'AUTH_INVALID_CREDENTIALS', 'Incorrect email or password']),
         401: oauthError('invalid_client: the HTTP Basic credentials do not decode',
           ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
-        ...problemResponses(429, 503)
+        ...problemResponses(passwordChecked, 503)
       }
     },
     revoke: {
@@ -137,9 +168,15 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
     refresh: {
       operationId: 'refresh',
       summary: 'Exchange a refresh token for a new pair (the presented token is revoked)',
+      description: '`scope` narrows the new pair, as the token endpoint\'s refresh grant does; each must be in the login\'s narrowing and granted to the account.',
       tags: authTags,
-      body: RefreshRequestSchema,
-      response: { 200: ref(TokenPairSchema), ...problemResponses(401, 403, 422, ...limited('refresh', 'refresh')) }
+      body: RefreshScopeRequestSchema,
+      response: {
+        200: ref(TokenPairSchema),
+        ...problemResponses([400, 'AUTH_INVALID_SCOPE', 'scope not granted: admin',
+          'A scope the account lacks, or wider than the login\'s (AUTH_INVALID_SCOPE), the token left unspent; or the body does not parse'],
+        401, 403, 422, ...limited('refresh', 'refresh'))
+      }
     },
     logout: {
       operationId: 'logout',
@@ -205,12 +242,24 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
     },
     updateMe: {
       operationId: 'updateMe',
-      summary: 'Change the current user\'s email or password (a new password needs current_password)',
+      summary: 'Change the current user\'s password, or ask to change the email (either needs current_password)',
+      description: 'A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it ' +
+        'is mailed to the new address and a notice to the current one, and the email changes only when the link is followed ' +
+        '(`POST /auth/confirm-email`). A new password in the same request is set at once.',
       tags: userTags,
       security,
       body: MeUpdateSchema(passwordMinLength),
       headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(UserSchema)), ...problemResponses(401, 403, 409, 412, 422, 428) }
+      response: {
+        200: withEtag(ref(UserSchema)),
+        202: ref(NoticeSchema),
+        ...problemResponses(401, [403, 'ACCOUNT_WRONG_PASSWORD', 'current_password is incorrect',
+          'current_password is wrong (ACCOUNT_WRONG_PASSWORD), or the account is inactive (AUTH_INACTIVE_USER)'],
+        [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered', 'The new email belongs to another account'], 412, 422, 428,
+        [429, 'MAIL_RATE_LIMITED', 'Too many mails of this kind to ada@example.com; retry in 1800 seconds',
+          'Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address ' +
+          '(RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds'])
+      }
     },
     deleteMe: {
       operationId: 'deleteMe',
@@ -223,7 +272,7 @@ export function accountsSchemas ({ passwordMinLength, defaultLimit, maxLimit, ra
       headers: ConditionalWrite.headers,
       response: {
         204: Type.Null({ description: 'Deleted' }),
-        ...problemResponses(401, 403, lastSuperuser, 412, 422, 428)
+        ...problemResponses(401, 403, lastSuperuser, 412, 422, 428, ...checksPassword)
       }
     },
     getMyScopes: {

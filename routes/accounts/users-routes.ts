@@ -2,36 +2,38 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Versioned } from '../../db/crud.js'
 import type { NewUserRow, UserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
-import { hashPassword, verifyPassword } from '../../plugins/auth/passwords.js'
-import { etagOf, expectedVersions, notModified, preconditionFailed, refusal } from '../../plugins/conditional.js'
+import { hashPassword } from '../../plugins/auth/passwords.js'
+import { preconditionFailed, refusal, rowEtags } from '../../plugins/conditional.js'
 import { locationOf } from '../../plugins/idempotency.js'
 import type { App } from '../../plugins/validation.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, LastSuperuser, UserNotFound, WrongCurrentPassword } from './errors.js'
+import { EmailTaken, LastSuperuser, UserNotFound, tooManyMails } from './errors.js'
+import { checkCurrentPassword, hashShare } from './password-check.js'
+import { limit } from './rate-limits.js'
 
 type Change = Partial<NewUserRow> & { password?: string }
 
 /** The current user's profile, and the superuser's administration of every account. */
 export function usersRoutes (app: App, ctx: AccountsContext) {
   const { users, sessions, schemas, mail } = ctx
+  const etags = rowEtags(app, 'users')
 
   /**
    * Applies a change to `current`, never demoting or deactivating the last active superuser. A new
-   * password or a deactivation ends every session; a new email is unverified (unless the change
-   * says otherwise) and gets a link to verify it.
+   * password or a deactivation ends every session; a new email, which only a superuser sets here, is
+   * unverified (unless the change says otherwise) and gets a link to verify it.
    */
   async function change (request: FastifyRequest, reply: FastifyReply, current: Versioned<UserRow>, values: Change) {
     const what = `user ${current.id}`
-    const versions = expectedVersions(request, ctx.requireIfMatch, what)
-    if (versions && !versions.includes(current.version)) throw preconditionFailed(what)
+    const versions = precondition(request, current)
     const { password, ...rest } = values
     const moved = rest.email !== undefined && rest.email.toLowerCase() !== current.email
     const unverify = moved && rest.is_verified === undefined
     const change = {
       ...rest,
       ...(unverify ? { is_verified: false } : {}),
-      ...(password ? { hashed_password: await hashPassword(password, ctx.passwordQueue) } : {})
+      ...(password ? { hashed_password: await hashPassword(password, ctx.passwordQueue, undefined, hashShare(ctx, request, current.email)) } : {})
     }
     const demotes = values.is_superuser === false || values.is_active === false
     const updated = demotes
@@ -42,14 +44,39 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     if (!updated) throw await refusal(versions, () => users.get(current.id), new UserNotFound(current.id), what)
     if (password || values.is_active === false) await sessions.revokeAll(current.id)
     if (unverify) await mail.verify(request, updated)
-    reply.header('etag', etagOf(updated.version))
+    reply.header('etag', etags.of(updated))
     return toPublic(updated)
+  }
+
+  /** The versions If-Match names, if any; 412 when `current` is in none of them. */
+  function precondition (request: FastifyRequest, current: Versioned<UserRow>) {
+    const what = `user ${current.id}`
+    const versions = etags.expectedVersions(request, ctx.requireIfMatch, current.id, what)
+    if (versions && !versions.includes(current.version)) throw preconditionFailed(what)
+    return versions
+  }
+
+  /**
+   * Asks to move the current user to `address`: a link to confirm it is mailed there, a notice to the
+   * current email. Until the link is followed the email stays; a new password, if any, is set now.
+   */
+  async function askEmailChange (request: FastifyRequest, reply: FastifyReply, address: string, password?: string) {
+    const { account } = request
+    precondition(request, account)
+    // Registration tells anyone whether an address is taken, so this answer tells nothing more.
+    if (await users.findByEmail(address)) throw new EmailTaken(address)
+    const wait = await mail.emailChangeWait(address)
+    if (wait > 0) throw tooManyMails(address, wait)
+    // The link is bound to the password, so it is issued after a new one is set.
+    if (password !== undefined) await change(request, reply, account, { password })
+    await mail.changeEmail(request, account, address)
+    return reply.code(202).send({ detail: `A link to confirm ${address} has been sent to it; until it is followed, the login email stays ${account.email}` })
   }
 
   /** Deletes the account, only in a version If-Match allows (when it names any); `current` is its last read. */
   async function remove (request: FastifyRequest, id: number, current?: Versioned<UserRow>) {
     const what = `user ${id}`
-    const versions = expectedVersions(request, ctx.requireIfMatch, what)
+    const versions = etags.expectedVersions(request, ctx.requireIfMatch, id, what)
     if (versions && current && !versions.includes(current.version)) throw preconditionFailed(what)
     const outcome = await users.deleteAccount(id, versions)
     if (outcome === 'not_found') throw await refusal(versions, () => users.get(id), new UserNotFound(id), what)
@@ -60,25 +87,27 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     onRequest: app.authenticate,
     schema: schemas.getMe
   }, async function getMe (request, reply) {
-    return notModified(request, reply, request.account.version) ? reply : toPublic(request.account)
+    return etags.notModified(request, reply, request.account) ? reply : toPublic(request.account)
   })
 
   app.patch('/users/me', {
     onRequest: app.authenticate,
-    schema: schemas.updateMe
+    schema: schemas.updateMe,
+    config: limit(ctx.rateLimits.passwordCheck, ctx.rateLimits.windowSeconds)
   }, async function updateMe (request, reply) {
     const { email, password, current_password: current } = request.body
-    if (password !== undefined && !await verifyPassword(request.account.hashed_password, current ?? '', ctx.passwordQueue)) {
-      throw new WrongCurrentPassword()
-    }
-    return change(request, reply, request.account, { email, password })
+    if (password !== undefined || email !== undefined) await checkCurrentPassword(ctx, request, request.account, current ?? '')
+    const moveTo = email?.toLowerCase()
+    if (moveTo !== undefined && moveTo !== request.account.email) return askEmailChange(request, reply, moveTo, password)
+    return change(request, reply, request.account, { password })
   })
 
   app.delete('/users/me', {
     onRequest: app.authenticate,
-    schema: schemas.deleteMe
+    schema: schemas.deleteMe,
+    config: limit(ctx.rateLimits.passwordCheck, ctx.rateLimits.windowSeconds)
   }, async function deleteMe (request, reply) {
-    if (!await verifyPassword(request.account.hashed_password, request.body.current_password, ctx.passwordQueue)) throw new WrongCurrentPassword()
+    await checkCurrentPassword(ctx, request, request.account, request.body.current_password)
     await remove(request, request.account.id, request.account)
     request.log.info({ userId: request.account.id }, 'account deleted by its owner')
     return reply.code(204).send(null)
@@ -107,10 +136,10 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     ...ctx.idempotent
   }, async function createUser (request, reply) {
     const { password, scopes, ...rest } = request.body
-    const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password, ctx.passwordQueue) })
+    const user = await users.create({ ...rest, scopes: scopes && scopeText(scopes), hashed_password: await hashPassword(password, ctx.passwordQueue, undefined, hashShare(ctx, request)) })
     if (!user) throw new EmailTaken(rest.email.toLowerCase())
     if (!user.is_verified) await mail.verify(request, user)
-    return reply.code(201).headers({ location: locationOf(request, user.id), etag: etagOf(user.version) }).send(toPublic(user))
+    return reply.code(201).headers({ location: locationOf(request, user.id), etag: etags.of(user) }).send(toPublic(user))
   })
 
   app.get('/users/:user_id', {
@@ -119,7 +148,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   }, async function getUser (request, reply) {
     const user = await users.get(request.params.user_id)
     if (!user) throw new UserNotFound(request.params.user_id)
-    return notModified(request, reply, user.version) ? reply : toPublic(user)
+    return etags.notModified(request, reply, user) ? reply : toPublic(user)
   })
 
   app.patch('/users/:user_id', {

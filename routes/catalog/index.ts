@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
-import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
+import { refusal, rowEtags } from '../../plugins/conditional.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
-import { validatorCompiler } from '../../plugins/validation.js'
+import { jsonBodiesOnly, validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ItemPageSchema, ItemSchema } from '../../schemas/item.js'
@@ -19,9 +19,11 @@ import { catalogSchemas } from './schemas.js'
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
   const { defaultLimit, maxLimit, requireIfMatch, etags, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
+  jsonBodiesOnly(app)
+  const itemEtags = etags ? rowEtags(app, 'items') : undefined
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards, etags)
   // Without ETags, If-Match is not read: every write is unconditional.
-  const versionsOf = (request: FastifyRequest, id: number) => etags ? expectedVersions(request, requireIfMatch, `item ${id}`) : undefined
+  const versionsOf = (request: FastifyRequest, id: number) => itemEtags?.expectedVersions(request, requireIfMatch, id, `item ${id}`)
   const idempotent = idempotentCreates(app.plinthDb.db, idempotencyTtlHours)
 
   app.setValidatorCompiler(validatorCompiler)
@@ -47,13 +49,13 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request, reply) {
     const item = await items.get(request.params.item_id)
     if (!item) throw new ItemNotFound(request.params.item_id)
-    return etags && notModified(request, reply, item.version) ? reply : item
+    return itemEtags?.notModified(request, reply, item) ? reply : item
   })
 
   app.post('/items', { schema: schemas.createItem, onRequest: guards.write, ...idempotent }, async function createItem (request, reply) {
     const item = await items.create(request.body)
     reply.code(201).header('location', locationOf(request, item.id))
-    return (etags ? reply.header('etag', etagOf(item.version)) : reply).send(item)
+    return (itemEtags ? reply.header('etag', itemEtags.of(item)) : reply).send(item)
   })
 
   app.patch('/items/:item_id', {
@@ -66,7 +68,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     const versions = versionsOf(request, id)
     const item = await items.update(id, request.body, undefined, versions)
     if (!item) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
-    if (etags) reply.header('etag', etagOf(item.version))
+    if (itemEtags) reply.header('etag', itemEtags.of(item))
     return item
   })
 

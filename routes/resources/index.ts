@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
-import { validatorCompiler } from '../../plugins/validation.js'
+import { jsonBodiesOnly, validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { recordRoutes } from './records.js'
@@ -11,6 +11,7 @@ import { resolveResourceOptions, type ResolvedResourceOptions, type ResourceOpti
 
 const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
   app.setValidatorCompiler(validatorCompiler)
+  jsonBodiesOnly(app)
   // On its own in a host app, the resource still answers errors as problem documents, 422 included.
   app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])

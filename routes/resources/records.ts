@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createRepository } from '../../db/crud.js'
 import { ensureResourceTable } from '../../db/resources.js'
-import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
+import { refusal, rowEtags } from '../../plugins/conditional.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { resourceTable } from '../../db/schema.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -15,6 +15,7 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
   const table = resourceTable(opts.table)
   if (opts.createTable) await ensureResourceTable(app.plinthDb.db, table)
   const records = createRepository(app.plinthDb.db, table)
+  const etags = rowEtags(app, opts.table)
   const schemas = resourceSchemas(opts)
   const item = `/:${schemas.param}`
   const idOf = (params: Record<string, number | undefined>) => params[schemas.param] as number
@@ -35,7 +36,7 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
   if (routes.create) {
     app.post('/', { schema: schemas.create, onRequest: guards.write, ...idempotentCreates(app.plinthDb.db, idempotencyTtlHours) }, async function createRecord (request, reply) {
       const record = await records.create(request.body)
-      return reply.code(201).headers({ location: locationOf(request, record.id), etag: etagOf(record.version) }).send(record)
+      return reply.code(201).headers({ location: locationOf(request, record.id), etag: etags.of(record) }).send(record)
     })
   }
 
@@ -43,7 +44,7 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
     app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRecord (request, reply) {
       const record = await records.get(idOf(request.params))
       if (!record) throw new RecordNotFound(name, idOf(request.params))
-      return notModified(request, reply, record.version) ? reply : record
+      return etags.notModified(request, reply, record) ? reply : record
     })
   }
 
@@ -55,10 +56,10 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
       preValidation: async function emptyUpdate (request) { request.body ??= {} }
     }, async function updateRecord (request, reply) {
       const id = idOf(request.params)
-      const versions = expectedVersions(request, requireIfMatch, `${name} ${id}`)
+      const versions = etags.expectedVersions(request, requireIfMatch, id, `${name} ${id}`)
       const record = await records.update(id, request.body, undefined, versions)
       if (!record) throw await refusal(versions, () => records.get(id), new RecordNotFound(name, id), `${name} ${id}`)
-      reply.header('etag', etagOf(record.version))
+      reply.header('etag', etags.of(record))
       return record
     })
   }
@@ -66,7 +67,7 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
   if (routes.delete) {
     app.delete(item, { schema: schemas.delete, onRequest: guards.write }, async function deleteRecord (request, reply) {
       const id = idOf(request.params)
-      const versions = expectedVersions(request, requireIfMatch, `${name} ${id}`)
+      const versions = etags.expectedVersions(request, requireIfMatch, id, `${name} ${id}`)
       if (!await records.delete(id, undefined, versions)) throw await refusal(versions, () => records.get(id), new RecordNotFound(name, id), `${name} ${id}`)
       return reply.code(204).send(null)
     })

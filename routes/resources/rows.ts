@@ -5,7 +5,7 @@ import { InvalidCursorError, createFieldLister } from '../../db/field-lists.js'
 import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
 import { rowJson } from '../../db/row-json.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
-import { etagOf, expectedVersions, notModified, refusal } from '../../plugins/conditional.js'
+import { refusal, rowEtags } from '../../plugins/conditional.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { addSchemas } from '../../schemas/common.js'
 import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
@@ -40,6 +40,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   // PostgreSQL writes each row's JSON: nothing to decode per column, nor to serialize.
   const selection = { id: table.id, ...(owner ? { owner_id: table.owner_id } : {}), json: rowJson(fields, { owner }) }
   const rows = createRepository<typeof table, Row>(db, table, selection)
+  const etags = rowEtags(app, opts.table)
   const schemas = rowSchemas({ ...opts, fields })
   const list = createFieldLister<typeof table, Row>(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])), selection)
   const filters = filterParameters(schemas.columns)
@@ -68,7 +69,8 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   async function preconditions (request: FastifyRequest) {
     // The owner never changes, so checking it before the write cannot race.
     if (owner) await find(request)
-    return expectedVersions(request, requireIfMatch, `${name} ${idOf(request)}`)
+    const id = idOf(request)
+    return etags.expectedVersions(request, requireIfMatch, id, `${name} ${id}`)
   }
 
   /** Why a write under `versions` found nothing to write. */
@@ -79,7 +81,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
     const versions = await preconditions(request)
     const row = await rows.update(idOf(request), values as never, undefined, versions)
     if (row === null) throw await refused(request, versions)
-    return sendJson(reply.header('etag', etagOf(row.version)), row.json)
+    return sendJson(reply.header('etag', etags.of(row)), row.json)
   }
 
   addSchemas(app, [schemas.record])
@@ -115,14 +117,14 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
         values.owner_id = request.account.id
       }
       const row = await rows.create(values as never)
-      return sendJson(reply.code(201).headers({ location: locationOf(request, row.id), etag: etagOf(row.version) }), row.json)
+      return sendJson(reply.code(201).headers({ location: locationOf(request, row.id), etag: etags.of(row) }), row.json)
     })
   }
 
   if (routes.get) {
     app.get(item, { schema: schemas.get, onRequest: guards.read }, async function getRow (request, reply) {
       const row = await find(request)
-      return notModified(request, reply, row.version) ? reply : sendJson(reply, row.json)
+      return etags.notModified(request, reply, row) ? reply : sendJson(reply, row.json)
     })
   }
 

@@ -62,7 +62,7 @@ t.test('Swagger UI logs in through the password flow and calls the API with the 
   skip
 }, async (t) => {
   await mkdir(output, { recursive: true })
-  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret' })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret-of-at-least-32-bytes' })
   const base = await server.listening
   const registered = await httpRequest(base, '/api/v1/auth/register', { json: { email, password } })
   t.equal(registered.status, 201, 'the user is registered through the API')
@@ -154,7 +154,7 @@ t.test('Swagger UI resets a forgotten password with the token of the mailed link
   const user = 'swagger.reset@example.com'
   const newPassword = 'a brand new passphrase'
   const smtp = await startSmtp(t)
-  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret', SMTP_URL: smtp.url, APP_URL: appUrl })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'browser-test-secret-of-at-least-32-bytes', SMTP_URL: smtp.url, APP_URL: appUrl })
   const base = await server.listening
   const registered = await httpRequest(base, '/api/v1/auth/register', { json: { email: user, password } })
   t.equal(registered.status, 201, 'the user is registered through the API')

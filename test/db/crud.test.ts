@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
-import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createRepository } from '../../db/crud.js'
+import { isRefusedValue, refusedField, serverBusy, serverBusyIn } from '../../db/errors.js'
 import { items } from '../../db/schema.js'
 import { countingDatabase, freshDatabase, oneConnection, rowsOf, unversioned } from '../support/database.js'
 
@@ -133,6 +134,90 @@ t.test('a refused row in a batch fails alone; the others are stored', async (t) 
   t.equal(await repo.count(), before + 2, 'exactly the two good rows')
   const kept = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ name: string }>).value.name)
   t.same(kept, ['kept 1', 'kept 2'])
+})
+
+/** A table with an object column, and values of it that JSON.stringify cannot write. */
+async function notesRepository (table: string) {
+  await client.db.execute(sql.raw(`create table ${table} (id integer generated always as identity primary key, name text not null, data jsonb)`))
+  return createRepository(client.db, pgTable(table, { id: integer('id').primaryKey().generatedAlwaysAsIdentity(), name: text('name').notNull(), data: jsonb('data') }))
+}
+const cyclic = () => { const value: Record<string, unknown> = {}; value.self = value; return value }
+const tooDeep = () => { let value = {}; for (let i = 0; i < 200_000; i++) value = { a: value }; return value }
+
+t.test('a row JSON cannot write (a cycle, too deep) fails alone; the rows batched with it are stored', async (t) => {
+  const notes = await notesRepository('notes_serialized')
+  const results = await Promise.allSettled([
+    notes.create({ name: 'kept 1', data: { n: 1 } }),
+    notes.create({ name: 'cycle', data: cyclic() }),
+    notes.create({ name: 'deep', data: tooDeep() }),
+    notes.create({ name: 'kept 2', data: { n: 2 } })
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled'])
+  t.match((results[1] as PromiseRejectedResult).reason, TypeError, 'the cycle, its own error')
+  await t.rejects(notes.create({ name: 'alone', data: cyclic() }), TypeError, 'a batch with nothing to send')
+  t.same((await notes.list({ offset: 0, limit: 10 })).map((row) => row.name), ['kept 1', 'kept 2'])
+})
+
+t.test('an error outside SQL in a batch of mixed shapes gives each row its own answer', async (t) => {
+  const notes = await notesRepository('notes_mixed')
+  const results = await Promise.allSettled([
+    notes.create({ name: 'no data' }),
+    notes.create({ name: 'cycle', data: cyclic() }),
+    notes.create({ name: 'with data', data: [1] })
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.same((await notes.list({ offset: 0, limit: 10 })).map((row) => row.name), ['no data', 'with data'])
+})
+
+t.test('an update JSON cannot write fails alone; the updates batched with it are written', async (t) => {
+  const notes = await notesRepository('notes_updated')
+  const made = await Promise.all(['a', 'b', 'c'].map((name) => notes.create({ name })))
+  const results = await Promise.allSettled([
+    notes.update(made[0]!.id, { data: { n: 1 } }),
+    notes.update(made[1]!.id, { data: tooDeep() }),
+    notes.update(made[2]!.id, { name: 'c2', data: { n: 3 } })
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.same((await notes.list({ offset: 0, limit: 10 })).map((row) => [row.name, row.data]), [['a', { n: 1 }], ['b', null], ['c2', { n: 3 }]])
+  await t.rejects(notes.update(made[0]!.id, { data: cyclic() }), TypeError, 'a batch with nothing to send')
+})
+
+t.test('a database too busy for a batch is every row\'s answer, asked once, not row by row', async (t) => {
+  const notes = await notesRepository('notes_busy')
+  const made = await notes.create({ name: 'a' })
+  let refused = 0
+  client.limitWaiting!({ maxWaiting: -100, refuse: () => { refused++; return serverBusy('database_queue', 1) } })
+  t.teardown(() => client.limitWaiting!(undefined))
+  const busy = (result: PromiseSettledResult<unknown>) => serverBusyIn((result as PromiseRejectedResult).reason)?.reason
+  const creates = await Promise.allSettled([notes.create({ name: 'b' }), notes.create({ name: 'c' })])
+  t.same(creates.map(busy), ['database_queue', 'database_queue'])
+  const updates = await Promise.allSettled([notes.update(made.id, { name: 'a2' }), notes.update(made.id, { name: 'a3' })])
+  t.same(updates.map(busy), ['database_queue', 'database_queue'])
+  t.equal(refused, 2, 'one refused statement per batch')
+})
+
+t.test('a value the database refuses is named by its field when one value alone raises it', async (t) => {
+  const notes = await notesRepository('notes_refused')
+  await client.db.execute(sql.raw('alter table notes_refused alter column name type varchar(4)'))
+  const [long, kept] = await Promise.allSettled([notes.create({ name: 'too long' }), notes.create({ name: 'ok' })])
+  t.match((long as PromiseRejectedResult).reason, { field: 'name', cause: { code: '22001' } })
+  t.equal(kept.status, 'fulfilled')
+  t.ok(isRefusedValue((long as PromiseRejectedResult).reason))
+  t.equal(refusedField((long as PromiseRejectedResult).reason), 'name')
+  // A trigger's error is no one value's: the error stays unnamed.
+  await client.db.execute(sql.raw('create function refuse_all() returns trigger language plpgsql as $$ begin raise exception \'no\' using errcode = \'22023\'; end $$'))
+  await client.db.execute(sql.raw('create trigger refuse_all before insert on notes_refused for each row execute function refuse_all()'))
+  const refused = await notes.create({ name: 'ok' }).catch((err: unknown) => err)
+  t.ok(isRefusedValue(refused))
+  t.equal(refusedField(refused), undefined)
+})
+
+t.test('a sequence at its end is the server\'s limit, not a value the client sent', async (t) => {
+  await client.db.execute(sql.raw('create sequence short_sequence maxvalue 2'))
+  for (let i = 0; i < 2; i++) await client.db.execute(sql.raw('select nextval(\'short_sequence\')'))
+  const error = await client.db.execute(sql.raw('select nextval(\'short_sequence\')')).catch((err: unknown) => err)
+  t.match(error, { cause: { code: '2200H' } })
+  t.notOk(isRefusedValue(error))
 })
 
 t.test('rows given their own ids are inserted alone, each returned to its caller', async (t) => {

@@ -150,3 +150,56 @@ t.test('an idle gate hands out no more places than its slots and its bound, howe
   t.same(results, [0, 1, 2], 'each reserved place runs its task')
   t.same(run.load(), { running: 0, waiting: 0 })
 })
+
+t.test('past half its bound, a key that holds its share of the waiting places is refused with the share\'s error, and other keys still get in', async (t) => {
+  const bound = { maxWaiting: 4, refuse: () => new Error('queue full') }
+  const run = createGate(1, bound)
+  const share = (...keys: string[]) => ({ keys, max: 1, refuse: () => new Error(`${keys.join(' and ')}: too many`) })
+  const first = held()
+  const running = run(first.task, undefined, undefined, share('a'))
+  t.same(run.load(), { running: 1, waiting: 0 }, 'a task that runs at once holds no waiting place')
+  const waiting = [run(async () => 'a1', undefined, undefined, share('a')), run(async () => 'a2', undefined, undefined, share('a', 'x'))]
+  t.same(run.load(), { running: 1, waiting: 2 }, 'below half the bound a key may hold more than its share')
+  await t.rejects(run(async () => 'a3', undefined, undefined, share('a')), /^a: too many$/, 'from half on, it may not')
+  t.throws(() => run.reserve(undefined, share('b', 'x')), /b and x: too many/, 'a reservation neither, nor any request sharing one of its keys')
+  t.same(run.load(), { running: 1, waiting: 2 }, 'a refused task takes no place')
+  const other = run.reserve(undefined, share('b'))
+  waiting.push(run(async () => 'c', undefined, undefined, share('c')))
+  t.same(run.load(), { running: 1, waiting: 4 }, 'other keys take the other half')
+  await t.rejects(run(async () => 'd', undefined, undefined, share('d')), /queue full/, 'and the bound still holds')
+  other.cancel()
+  await t.rejects(run(async () => 'a4', undefined, undefined, share('a')), /a: too many/, 'a cancelled reservation gives its key\'s place back, not another key\'s')
+  waiting.push(run(async () => 'b', undefined, undefined, share('b')))
+  first.release()
+  await running
+  t.same(await Promise.all(waiting), ['a1', 'a2', 'c', 'b'])
+  const again = held()
+  const busy = run(again.task)
+  const gone = new AbortController()
+  const left = run(async () => 'a', undefined, gone.signal, share('a'))
+  const reserved = run.reserve(undefined, share('r'))
+  gone.abort(new Error('client gone'))
+  await t.rejects(left, /client gone/)
+  const kept = [run(async () => 'y', undefined, undefined, share('y')), run(async () => 'a again', undefined, undefined, share('a'))]
+  t.same(run.load(), { running: 1, waiting: 3 }, 'a task that left the queue gave its key\'s place back')
+  kept.push(reserved.run(async () => 'r'))
+  again.release()
+  t.same(await Promise.all([busy, ...kept]), [undefined, 'y', 'a again', 'r'])
+  // At half the bound again: keys whose tasks had their turn hold nothing any more.
+  const third = held()
+  const last = [run(third.task), run(async () => 'p', undefined, undefined, share('p')), run(async () => 'q', undefined, undefined, share('q'))]
+  last.push(run(async () => 'a', undefined, undefined, share('a')), run(async () => 'r', undefined, undefined, share('r')))
+  third.release()
+  t.same(await Promise.all(last), [undefined, 'p', 'q', 'a', 'r'])
+  t.same(run.load(), { running: 0, waiting: 0 })
+})
+
+t.test('without a bound a share refuses nothing: there is no queue to keep free', async (t) => {
+  const run = createGate(1)
+  const first = held()
+  const share = { keys: ['a'], max: 1, refuse: () => new Error('too many') }
+  const tasks = [run(first.task), ...Array.from({ length: 10 }, (_, i) => run(async () => i, undefined, undefined, share))]
+  t.doesNotThrow(() => run.reserve(undefined, share).cancel())
+  first.release()
+  t.equal((await Promise.all(tasks)).length, 11)
+})

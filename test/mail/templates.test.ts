@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { defaultTemplates, readTemplatesDir, render, withOverrides, type MailTemplate } from '../../mail/templates.js'
 
-const values = { link: 'https://app.example.com/reset?token=abc', email: 'ada@example.com', expires: '30 minutes' }
+const values = { link: 'https://app.example.com/reset?token=abc', email: 'ada@example.com', expires: '30 minutes', new_email: 'ada@new.example.com' }
 
 function tempDir (t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-templates-'))
@@ -47,11 +47,17 @@ t.test('the default templates name every value and leave no placeholder behind',
   for (const [name, template] of Object.entries(defaultTemplates)) {
     const mail = render(template, values)
     for (const part of ['subject', 'text', 'html'] as const) t.notMatch(mail[part], /\{\{/, `${name} ${part}`)
-    t.match(mail.text, values.link, `${name} text has the link`)
     t.match(mail.text, values.email, `${name} text has the address`)
+    t.match(mail.html, /^<!doctype html>/, `${name} html is a page`)
+    if (name === 'email-change-notice') {
+      // A notice to the old address: what is changing, and no link to follow.
+      t.match(mail.text, values.new_email, `${name} text has the new address`)
+      t.notMatch(mail.html, 'href=', `${name} html has no link`)
+      continue
+    }
+    t.match(mail.text, values.link, `${name} text has the link`)
     t.match(mail.text, values.expires, `${name} text has the expiry`)
     t.match(mail.html, `href="${values.link}"`, `${name} html links to it`)
-    t.match(mail.html, /^<!doctype html>/, `${name} html is a page`)
   }
 })
 
@@ -65,7 +71,9 @@ t.test('readTemplatesDir reads the parts present and withOverrides keeps the def
   const overrides = readTemplatesDir(dir)
   t.same(overrides, {
     'reset-password': { subject: 'New password for {{email}}', html: '<p>Reset: <a href="{{link}}">here</a></p>\n' },
-    'verify-email': { text: 'Confirm {{email}}: {{link}}\n' }
+    'verify-email': { text: 'Confirm {{email}}: {{link}}\n' },
+    'confirm-email': {},
+    'email-change-notice': {}
   }, 'the subject is trimmed, the other parts are kept as written')
 
   const templates = withOverrides(overrides)
@@ -80,7 +88,7 @@ t.test('readTemplatesDir reads the parts present and withOverrides keeps the def
 
 t.test('an empty folder changes nothing', async (t) => {
   const overrides = readTemplatesDir(tempDir(t))
-  t.same(overrides, { 'reset-password': {}, 'verify-email': {} })
+  t.same(overrides, { 'reset-password': {}, 'verify-email': {}, 'confirm-email': {}, 'email-change-notice': {} })
   t.same(withOverrides(overrides), defaultTemplates)
   t.same(withOverrides(), defaultTemplates, 'no overrides at all')
 })

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { sql } from 'drizzle-orm'
 import { connect, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.js'
@@ -6,6 +7,8 @@ import { Text } from '../../schemas/common.js'
 import { problemResponses } from '../../schemas/error.js'
 import { build, captureLogs } from '../support/app.js'
 import { PROBLEM_TYPE } from '../support/responses.js'
+
+const SECRET = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$s3cr3t-hash-that-must-never-be-logged'
 
 /** Routes that fail in every way the error contract covers. */
 async function failingRoutes (app: App) {
@@ -22,6 +25,20 @@ async function failingRoutes (app: App) {
   }, async (request) => ({ ...request.body, n: request.query.n, keys: Object.keys(request.body) }))
   app.get('/boom', async () => { throw new Error('select secret from users: internal detail') })
   app.get('/sql', async () => app.plinthDb.db.execute('select * from no_such_table' as never))
+  // Statements that fail with a secret bound to them: a missing table, a value PostgreSQL quotes, a key it repeats.
+  app.get('/secret/missing-table', async () => app.plinthDb.db.execute(sql`insert into no_such_table (hashed_password) values (${SECRET})`))
+  app.get('/secret/quoted', async () => app.plinthDb.db.execute(sql`select ${SECRET}::integer`))
+  app.get('/secret/duplicate', async () => {
+    await app.plinthDb.db.execute(sql`create table if not exists token_digests (digest text primary key)`)
+    await app.plinthDb.db.execute(sql`insert into token_digests (digest) values (${SECRET}) on conflict do nothing`)
+    return app.plinthDb.db.execute(sql`insert into token_digests (digest) values (${SECRET})`)
+  })
+  app.get('/looping-causes', async () => {
+    const first = new Error('first')
+    first.cause = Object.assign(new Error('second'), { cause: first })
+    throw first
+  })
+  app.get('/text-cause', async () => { throw new Error('wrapped', { cause: 'a reason in words' }) })
   app.get('/db-down', async () => {
     throw Object.assign(new Error('Failed query: select 1'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) })
   })
@@ -137,6 +154,27 @@ t.test('a database error never reaches the client', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/t/sql' })
   assertProblem(t, res, 500, 'INTERNAL_ERROR')
   t.notMatch(res.payload, /no_such_table|relation|select/i)
+})
+
+t.test('a failed statement is logged with its text, never the secret bound to it', async (t) => {
+  const { app, logs } = await setup(t)
+  for (const route of ['missing-table', 'quoted', 'duplicate']) {
+    const res = await app.inject({ method: 'GET', url: `/t/secret/${route}` })
+    t.ok(res.statusCode >= 400, `${route}: answered ${res.statusCode}`)
+    t.notMatch(res.payload, 'hash-that-must-never', `${route}: not in the answer`)
+  }
+  const logged = JSON.stringify(logs.lines)
+  t.notMatch(logged, 's3cr3t-hash-that-must-never-be-logged', 'not in the log')
+  t.notMatch(logged, 'c2FsdHNhbHQ', 'no part of it either')
+  t.match(logged, 'insert into no_such_table (hashed_password) values ($1)', 'the statement is logged, its placeholder in place of the value')
+  t.match(logged, '42P01', 'and the SQLSTATE')
+})
+
+t.test('an error whose causes loop, or are not errors, is logged like any other', async (t) => {
+  const { app, logs } = await setup(t)
+  for (const route of ['looping-causes', 'text-cause']) assertProblem(t, await app.inject({ method: 'GET', url: `/t/${route}` }), 500, 'INTERNAL_ERROR')
+  const messages = logs.lines.filter((line) => line.msg === 'unhandled error').map((line) => (line.err as { message: string }).message)
+  t.match(messages, [/^first: second: first/, /^wrapped/])
 })
 
 t.test('an unreachable database is 503 with Retry-After', async (t) => {

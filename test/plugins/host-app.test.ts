@@ -27,7 +27,7 @@ async function host (t: Test, options = {}) {
 
 async function withAccounts (t: Test, app: FastifyInstance) {
   await app.register(dbPlugin, { client: await freshDatabase(t) })
-  await app.register(authPlugin, { secret: 'the host test secret' })
+  await app.register(authPlugin, { secret: 'the host test secret, 32 bytes or more' })
   await app.register(accountsPlugin, { prefix: '/api/v1' })
 }
 
@@ -145,7 +145,7 @@ t.test('authPlugin without a secret warns, as the server does', async (t) => {
   const quiet = captureLogs()
   const keyed = await host(t, { logger: quiet.logger })
   await keyed.register(dbPlugin, { client: await freshDatabase(t) })
-  await keyed.register(authPlugin, { secret: 'set' })
+  await keyed.register(authPlugin, { secret: 'a set secret of 32 bytes or more' })
   t.notOk(quiet.lines.some((line) => /SECRET_KEY/.test(String(line.msg))), 'no warning with a secret')
 })
 

@@ -80,7 +80,7 @@ t.test('mails sent and failed are counted, as the mail server saw them', async (
   const app = Fastify({ logger: false })
   await app.register(dbPlugin, { client: await freshDatabase(t) })
   await app.register(metricsPlugin, { processMetrics: false })
-  await app.register(authPlugin, { secret: 'a metrics test' })
+  await app.register(authPlugin, { secret: 'a metrics test secret, 32 bytes or more' })
   await app.register(accountsPlugin, {
     prefix: '/api/v1',
     rateLimits: { passwordReset: 0, mailsPerEmail: 0 },

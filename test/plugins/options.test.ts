@@ -12,6 +12,7 @@ t.test('the auth plugin refuses options that would weaken or break its tokens', 
   const cases: Array<[object, string]> = [
     [{ secret: '' }, 'auth plugin: secret must be a non-empty string (got "")'],
     [{ secret: 42 }, 'auth plugin: secret must be a non-empty string (got 42)'],
+    [{ secret: 'a host secret' }, 'auth plugin: secret must be at least 32 bytes (got 13)'],
     [{ accessTokenMinutes: 0 }, 'auth plugin: accessTokenMinutes must be an integer of at least 1 (got 0)'],
     [{ accessTokenMinutes: '30' }, 'auth plugin: accessTokenMinutes must be an integer of at least 1 (got "30")'],
     [{ refreshTokenDays: 1.5 }, 'auth plugin: refreshTokenDays must be an integer of at least 1 (got 1.5)'],

@@ -35,11 +35,16 @@ t.test('malformed thresholds fail the boot, from the environment and as plugin o
   t.throws(() => loadConfig({ OVERLOAD_MAX_DB_WAITING: '-1' }), new ConfigError('OVERLOAD_MAX_DB_WAITING: expected integer to be greater or equal to 0 (got -1)'))
   t.throws(() => loadConfig({ OVERLOAD_RETRY_AFTER_SECONDS: '0' }), /OVERLOAD_RETRY_AFTER_SECONDS: expected integer to be greater or equal to 1/)
   t.throws(() => loadConfig({ OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: 'soon' }), /OVERLOAD_MAX_EVENT_LOOP_DELAY_MS must be an integer/)
+  t.throws(() => loadConfig({ BODY_TIMEOUT_SECONDS: '0' }), /BODY_TIMEOUT_SECONDS: expected integer to be greater or equal to 1/)
+  t.throws(() => loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: '-1' }), /MAX_CONNECTIONS_PER_ADDRESS: expected integer to be greater or equal to 0/)
   for (const [options, message] of [
     [{ maxDbWaiting: -1 }, 'overload plugin: maxDbWaiting must be an integer of at least 0 (queries; 0 turns the check off) (got -1)'],
     [{ maxHashWaiting: 1.5 }, 'overload plugin: maxHashWaiting must be an integer of at least 0 (hashes; 0 turns the check off) (got 1.5)'],
     [{ maxEventLoopDelayMs: '200' }, 'overload plugin: maxEventLoopDelayMs must be an integer of at least 0 (milliseconds; 0 turns the check off) (got "200")'],
-    [{ retryAfterSeconds: 0 }, 'overload plugin: retryAfterSeconds must be an integer from 1 to 86400 (got 0)']
+    [{ retryAfterSeconds: 0 }, 'overload plugin: retryAfterSeconds must be an integer from 1 to 86400 (got 0)'],
+    [{ bodyTimeoutMs: 0 }, 'overload plugin: bodyTimeoutMs must be an integer from 1 to 3600000 (got 0)'],
+    [{ maxConnectionsPerAddress: -1 }, 'overload plugin: maxConnectionsPerAddress must be an integer of at least 0 (connections; 0 turns the check off) (got -1)'],
+    [{ behindProxy: 'yes' }, 'overload plugin: behindProxy must be a boolean (got "yes")']
   ] as const) {
     const app = Fastify({ logger: false })
     t.teardown(() => app.close())
@@ -63,6 +68,7 @@ t.test('past the requests in progress a request is answered 503 with Retry-After
     assertShed(t, refused, 5)
     t.equal(refused.headers['x-content-type-options'], 'nosniff', 'with the API\'s security headers')
     assertShed(t, await app.inject('/t/slow'), 5)
+    assertShed(t, await app.inject({ method: 'POST', url: ITEMS, payload: { name: 'a', price: 1 } }), 5)
     t.equal(started, 2, 'the refused request never reached its handler')
     t.equal((await app.inject('/api/v1/health')).statusCode, 200, 'liveness is answered')
     t.equal((await app.inject('/api/v1/health/ready')).statusCode, 200, 'and readiness')
@@ -70,9 +76,9 @@ t.test('past the requests in progress a request is answered 503 with Retry-After
     gate.release()
   }
   t.same((await Promise.all(slow)).map((res) => res.payload), ['done', 'done'])
-  t.equal((await app.inject(`${ITEMS}?limit=1`)).statusCode, 200, 'requests are taken again')
+  t.same((await app.inject(`${ITEMS}?limit=1`)).json().items, [], 'the refused POST created nothing, and requests are taken again')
   const metrics = readMetrics(await app.plinthMetrics!.registry.metrics())
-  t.equal(valueOf(metrics, 'plinth_shed_requests_total', { reason: 'in_flight' }), 2)
+  t.equal(valueOf(metrics, 'plinth_shed_requests_total', { reason: 'in_flight' }), 3)
 })
 
 t.test('a query beyond the database queue\'s bound is answered 503 with Retry-After at once, and counted', async (t) => {

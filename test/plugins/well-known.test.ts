@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../../config.js'
 import { generateKey } from '../../plugins/auth/keys.js'
-import { build, newAccount } from '../support/app.js'
+import { build, captureLogs, newAccount } from '../support/app.js'
 
 const metadataOf = async (app: Awaited<ReturnType<typeof build>>, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server', headers })
@@ -34,6 +34,40 @@ t.test('without PUBLIC_URL the request\'s host is the origin', async (t) => {
   t.equal(body.issuer, 'http://localhost:8000')
   t.equal(body.jwks_uri, 'http://localhost:8000/.well-known/jwks.json')
   t.equal(body.token_endpoint, 'http://localhost:8000/api/v1/auth/login')
+})
+
+t.test('a forged Host cannot reach a shared cache: without PUBLIC_URL the metadata is never stored', async (t) => {
+  const app = await build(t, { TRUST_PROXY: true })
+  const forged: Array<Record<string, string>> = [{ host: 'evil.example' }, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' }]
+  for (const headers of forged) {
+    const res = await metadataOf(app, headers)
+    t.equal(res.statusCode, 200)
+    t.match(res.json().token_endpoint, /^https?:\/\/evil\.example\//, 'the origin is the request\'s own, for the requester alone')
+    t.equal(res.headers['cache-control'], 'no-store', `${JSON.stringify(headers)}: no cache may keep it for another client`)
+  }
+})
+
+t.test('with PUBLIC_URL the metadata ignores Host and the forwarded headers, and may be cached by anyone', async (t) => {
+  const app = await build(t, { PUBLIC_URL: 'https://api.example.com', TRUST_PROXY: true })
+  const res = await metadataOf(app, { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' })
+  t.equal(res.json().issuer, 'https://api.example.com')
+  t.equal(res.json().token_endpoint, 'https://api.example.com/api/v1/auth/login')
+  t.equal(res.headers['cache-control'], 'public, max-age=3600')
+})
+
+t.test('TRUST_PROXY without PUBLIC_URL warns at boot; either alone, or both, does not', async (t) => {
+  const warnings = async (settings: Parameters<typeof build>[1]) => {
+    const { lines, logger } = captureLogs()
+    await (await build(t, settings, { logger })).ready()
+    return lines.filter((line) => line.level === 40 && /PUBLIC_URL/.test(String(line.msg))).map((line) => String(line.msg))
+  }
+  const [warning, ...rest] = await warnings({ TRUST_PROXY: ['10.0.0.0/8'] })
+  t.match(warning, /TRUST_PROXY is set without PUBLIC_URL/)
+  t.same(rest, [], 'one line')
+  t.same(await warnings({ TRUST_PROXY: 1 }), [warning], 'a hop count trusts X-Forwarded-Host too')
+  t.same(await warnings({ TRUST_PROXY: true, PUBLIC_URL: 'https://api.example.com' }), [])
+  t.same(await warnings({}), [], 'without TRUST_PROXY')
+  t.same(await warnings({ TRUST_PROXY: 0 }), [], 'no hop trusted')
 })
 
 t.test('the document lists the well-known routes', async (t) => {

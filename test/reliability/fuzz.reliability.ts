@@ -22,7 +22,7 @@ const settings = {
   FIRST_SUPERUSER_EMAIL: 'root@fuzz.example.com',
   FIRST_SUPERUSER_PASSWORD: 'the fuzzer superuser password',
   // Known, so the fuzzer can forge well-signed tokens with hostile claims.
-  SECRET_KEY: 'fuzz-signing-key'
+  SECRET_KEY: 'fuzz-signing-key-of-at-least-32-bytes'
 }
 
 t.comment(`FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS} on ${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}`)

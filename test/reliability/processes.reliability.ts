@@ -56,7 +56,7 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
   const env = { DATABASE_URL: database, SECRET_KEY, LOGIN_MAX_FAILURES: '3', ...limits }
   // Started at the same moment: all three migrate the empty database at once.
   const startedAt = performance.now()
-  const servers = [startServer(t, env), startServer(t, env), startServer(t, { ...env, SECRET_KEY: 'some-other-secret' })]
+  const servers = [startServer(t, env), startServer(t, env), startServer(t, { ...env, SECRET_KEY: 'some-other-secret-of-at-least-32-bytes' })]
   const [a, b, stranger] = await Promise.all(servers.map((server) => server.listening)) as [string, string, string]
   t.comment(`three processes listening ${elapsed(startedAt)} after the start`)
 

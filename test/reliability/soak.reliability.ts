@@ -31,7 +31,7 @@ t.test(`soak: ${SECONDS} s of steady mixed traffic on ${TEST_DATABASE_URL ? 'Pos
     PURGE_INTERVAL_SECONDS: String(PURGE_SECONDS),
     // The purge reports what it deleted at debug level.
     LOG_LEVEL: 'debug',
-    SECRET_KEY: 'soak-test-secret'
+    SECRET_KEY: 'soak-test-secret-of-at-least-32-bytes'
   })
   const base = await server.listening
   const pid = server.child.pid as number

@@ -28,7 +28,7 @@ function stall (port: number, bytes: string, maxMs: number) {
 const body = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))
 
 t.test('a client that stalls its headers or its body is answered 408 and cut off, while others are served', async (t) => {
-  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'timeouts-test' })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'timeouts-test-secret-of-at-least-32-bytes' })
   const base = await server.listening
   const port = Number(new URL(base).port)
 

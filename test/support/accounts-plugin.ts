@@ -16,7 +16,7 @@ export async function clockedAccounts (t: Test, options: AccountsOptions = {}) {
   const inbox: MailMessage[] = []
   const app = Fastify({ logger: false })
   await app.register(dbPlugin, { client: await freshDatabase(t) })
-  await app.register(authPlugin, { secret: 'a clocked accounts test' })
+  await app.register(authPlugin, { secret: 'a clocked accounts test, 32 bytes or more' })
   await app.register(accountsPlugin, {
     prefix: '/api/v1', ...options, now: () => new Date(clock.now), sendMail: async (message) => { inbox.push(message) }
   })

@@ -1,5 +1,7 @@
+import { sql } from 'drizzle-orm'
 import type { Test } from 'tap'
 import type { App } from '../../app.js'
+import { rowsOf } from './database.js'
 import { assertProblem } from './responses.js'
 
 /** A kind of row under test: how to make one, and a change to write to it. */
@@ -14,14 +16,23 @@ export interface ConditionalTarget {
   deletes?: boolean
 }
 
-const STRONG = /^"\d+"$/
+/** Strong, and opaque: 16 bytes in base64url, never the row's version. */
+const STRONG = /^"[\w-]{22}"$/
+
+/** The transaction id that last wrote the row at `url` (its last path segment is its id). */
+async function xminOf (app: App, table: string, url: string): Promise<string> {
+  const id = Number(url.split('/').filter(Boolean).at(-1))
+  const [row] = rowsOf<{ xmin: string }>(await app.plinthDb.db.execute(sql`select xmin::text as xmin from ${sql.identifier(table)} where id = ${id}`))
+  return row!.xmin
+}
 
 /**
  * ETags, If-None-Match, If-Match and racing writers on one kind of row, the same for every kind:
  * what HTTP promises does not depend on the table behind it.
  */
-export function conditionalTests (t: Test, app: App, target: ConditionalTarget) {
-  const { create, change, method = 'PATCH', headers = {}, deletes = true } = target
+/** `table` is the table behind the URLs, whose row versions the ETags must not show. */
+export function conditionalTests (t: Test, app: App, target: ConditionalTarget & { table: string }) {
+  const { create, change, method = 'PATCH', headers = {}, deletes = true, table } = target
   const get = (url: string, extra: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers: { ...headers, ...extra } })
   const write = (url: string, extra: Record<string, string> = {}) =>
     app.inject({ method, url, headers: { ...headers, ...extra }, payload: change() })
@@ -43,6 +54,22 @@ export function conditionalTests (t: Test, app: App, target: ConditionalTarget) 
     const other = await get(url, { 'if-none-match': '"0"' })
     t.equal(other.statusCode, 200, 'another ETag gets the row')
     t.same(other.json(), first.json())
+  })
+
+  t.test('an ETag holds no transaction counter: two writes elsewhere between two of this row leave no trace in it', async (t) => {
+    const url = await create()
+    const first = String((await get(url)).headers.etag)
+    await create()
+    await create()
+    const second = String((await write(url)).headers.etag)
+    for (const etag of [first, second]) t.match(etag, STRONG, `${etag}: no number to subtract from the next`)
+    const xmin = Number(await xminOf(app, table, url))
+    const bytes = Buffer.from(second.slice(1, -1), 'base64url')
+    const inBytes = [...Array(13).keys()].some((at) => bytes.readUInt32BE(at) === xmin || bytes.readUInt32LE(at) === xmin)
+    t.notOk(inBytes, `the row's transaction id (${xmin}) is not in its ETag's bytes either`)
+    const other = String((await get(await create())).headers.etag)
+    const alike = [...other].filter((char, i) => second[i] === char).length
+    t.ok(alike <= 8, `the next row's ETag is unrelated to this one's (${alike} of 24 characters alike)`)
   })
 
   t.test('a write with the current ETag succeeds and answers the new one; the old one is then 412', async (t) => {

@@ -4,7 +4,7 @@ import t from 'tap'
 import { users } from '../../../db/schema.js'
 import { build, login, newAccount, superuser } from '../../support/app.js'
 
-const SECRET_KEY = 'the guards test secret'
+const SECRET_KEY = 'the guards test secret, 32 bytes or more'
 const app = await build(t, { SECRET_KEY })
 // A host app's own routes, protected with the same guards.
 app.register(async (host) => {
@@ -70,6 +70,23 @@ t.test('an inactive account: 403 on every protected route', async (t) => {
     t.equal(res.statusCode, 403, `${method} ${url}`)
     t.equal(res.json().code, 'AUTH_INACTIVE_USER')
   }
+})
+
+t.test('a deactivated account\'s unexpired access token gets 403 AUTH_INACTIVE_USER, before the session check', async (t) => {
+  const root = await superuser(app, 'root-deactivates@example.com')
+  const { user, session } = await newUser()
+  const setActive = (active: boolean) =>
+    app.inject({ method: 'PATCH', url: `/api/v1/users/${user.id}`, headers: root.session.headers, payload: { is_active: active } })
+  t.equal((await setActive(false)).statusCode, 200)
+  const refused = await get('/api/v1/users/me', session.headers.authorization)
+  t.equal(refused.statusCode, 403, 'deactivation ended the session, yet the account says it is inactive')
+  t.equal(refused.json().code, 'AUTH_INACTIVE_USER')
+  t.equal((await get('/host/whoami', session.headers.authorization)).statusCode, 403, 'on a host route too')
+
+  t.equal((await setActive(true)).statusCode, 200)
+  const ended = await get('/api/v1/users/me', session.headers.authorization)
+  t.equal(ended.statusCode, 401, 'once active again, the session deactivation ended stays ended')
+  t.equal(ended.json().detail, 'Invalid access token: its session has ended')
 })
 
 t.test('the superuser guard: 403 for a regular account, 200 for a superuser', async (t) => {

@@ -10,7 +10,7 @@ import { PROBLEM_TYPE } from '../../support/responses.js'
 t.test('the accounts plugin works in a bare Fastify app with only db and auth', async (t) => {
   const app = Fastify({ logger: false })
   await app.register(dbPlugin, { client: await freshDatabase(t) })
-  await app.register(authPlugin, { secret: 'host-secret' })
+  await app.register(authPlugin, { secret: 'host-secret-of-32-bytes-or-more-bytes' })
   await app.register(accountsPlugin, { prefix: '/accounts', passwordMinLength: 10 })
   t.teardown(() => app.close())
 

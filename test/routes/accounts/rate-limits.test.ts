@@ -151,7 +151,7 @@ t.test('a host that registered @fastify/rate-limit keeps it, and plinth\'s limit
   const { default: dbPlugin } = await import('../../../plugins/db.js')
   const { default: authPlugin } = await import('../../../plugins/auth/index.js')
   await host.register(dbPlugin, { client: await freshDatabase(t) })
-  await host.register(authPlugin, { secret: 'host secret' })
+  await host.register(authPlugin, { secret: 'a host secret of 32 bytes or more' })
   await host.register(accounts, { prefix: '/api/v1', rateLimits: { windowSeconds: 60, register: 0, token: 0, refresh: 0, revoke: 1 } })
   host.get('/hello', async () => 'hi')
   await host.ready()
@@ -178,7 +178,7 @@ t.test('bad limits fail the boot', async (t) => {
   t.throws(() => resolveAccountsOptions({ rateLimits: { tokens: 5 } as never }),
     { code: 'ACCOUNTS_INVALID_OPTIONS', message: /rateLimits.tokens is unknown/ })
   t.same(resolveAccountsOptions({}).rateLimits, {
-    windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60, passwordReset: 10, verify: 10, mailsPerEmail: 5, mailWindowSeconds: 3600
+    windowSeconds: 60, register: 20, token: 60, refresh: 120, revoke: 60, passwordReset: 10, verify: 10, passwordCheck: 10, mailsPerEmail: 5, mailWindowSeconds: 3600
   }, 'on by default')
 })
 

@@ -2,7 +2,7 @@ import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { refreshTokens } from '../../../db/schema.js'
 import type { App } from '../../../app.js'
-import { build, captureLogs, login, newAccount } from '../../support/app.js'
+import { PASSWORD, build, captureLogs, login, newAccount } from '../../support/app.js'
 
 // REFRESH_REUSE_DETECTION=true: RFC 9700 section 4.14.2. A refresh token that was already rotated
 // (or logged out) and is presented again means two parties hold the chain: revoke all of it.
@@ -114,4 +114,27 @@ t.test('off by default: a replay is refused but the rest of the chain lives on, 
   t.equal(replay.statusCode, 401)
   t.match(replay.json().detail, /already used, revoked, or is unknown/)
   t.equal((await refresh(app, second)).statusCode, 200)
+})
+
+t.test('a replay that asks for a scope is still a replay: it ends the family, whatever the scope', async (t) => {
+  const app = await build(t, { REFRESH_REUSE_DETECTION: true, REFRESH_REUSE_INTERVAL_SECONDS: 0 })
+  const { email } = await newAccount(app)
+  const narrowed = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ username: email, password: PASSWORD, scope: 'me' }).toString()
+  })
+  const first = narrowed.json().refresh_token
+  const next = await rotate(app, first)
+  const grant = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: first, scope: 'me admin' }).toString()
+  })
+  t.match(grant.json(), { error: 'invalid_grant', code: 'AUTH_INVALID_REFRESH_TOKEN', detail: REUSED }, 'at the token URL: a replay, not invalid_scope')
+  t.equal((await refresh(app, next)).statusCode, 401, 'the family has ended')
+  const again = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: first, scope: 'admin' } })
+  t.match(again.json(), { status: 401, code: 'AUTH_INVALID_REFRESH_TOKEN' }, 'and at /auth/refresh')
 })

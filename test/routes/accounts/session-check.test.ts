@@ -7,7 +7,7 @@ import { build, claimsOf, login, newAccount, superuser, type Session } from '../
 import { countingDatabase, freshDatabase } from '../../support/database.js'
 
 // A session is a refresh-token family; its access tokens name it (sid) and die with it.
-const SECRET_KEY = 'the session check test secret'
+const SECRET_KEY = 'the session check test secret, 32 bytes or more'
 const me = (app: App, session: Session) => app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })
 const post = (app: App, url: string, payload: object, headers: Record<string, string> = {}) => app.inject({ method: 'POST', url, payload, headers })
 
@@ -20,9 +20,12 @@ t.test('each way a session ends kills its access tokens at once', async (t) => {
     ['a password change', async ({ session }) => app.inject({
       method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: { current_password: 'correct horse battery', password: 'a brand new password' }
     })],
-    ['a deactivation', async ({ user }) => app.inject({
-      method: 'PATCH', url: `/api/v1/users/${user.id}`, headers: root.session.headers, payload: { is_active: false }
-    })],
+    // Active again afterwards, so the ended session answers rather than the inactive account (403).
+    ['a deactivation', async ({ user }) => {
+      const setActive = (active: boolean) => app.inject({ method: 'PATCH', url: `/api/v1/users/${user.id}`, headers: root.session.headers, payload: { is_active: active } })
+      await setActive(false)
+      return setActive(true)
+    }],
     ['reuse detection', async ({ session }) => {
       await post(app, '/api/v1/auth/refresh', { refresh_token: session.refresh_token })
       return post(app, '/api/v1/auth/refresh', { refresh_token: session.refresh_token })

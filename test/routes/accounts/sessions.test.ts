@@ -10,7 +10,7 @@ import accountsPlugin from '../../../routes/accounts/index.js'
 import { build, claimsOf, login, newAccount, superuser, type Session } from '../../support/app.js'
 import { freshDatabase } from '../../support/database.js'
 
-const SECRET_KEY = 'the sessions test secret'
+const SECRET_KEY = 'the sessions test secret, 32 bytes or more'
 const app = await build(t, { SECRET_KEY })
 const refresh = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
 const logout = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: token } })
@@ -216,7 +216,7 @@ t.test('the purge runs by itself on its interval', async (t) => {
   const database = await freshDatabase(t)
   const own = Fastify({ logger: false })
   await own.register(dbPlugin, { client: database })
-  await own.register(authPlugin, { secret: 'purge-test' })
+  await own.register(authPlugin, { secret: 'purge-test-secret-of-32-bytes-or-more' })
   await own.register(accountsPlugin, { prefix: '/api/v1', purgeIntervalMs: 1000 })
   t.teardown(() => own.close())
   await own.ready()

@@ -5,7 +5,7 @@ import t from 'tap'
 import { users } from '../../../db/schema.js'
 import { PASSWORD, build, claimsOf, register } from '../../support/app.js'
 
-const SECRET_KEY = 'the token endpoint test secret'
+const SECRET_KEY = 'the token endpoint test secret, 32 bytes or more'
 const app = await build(t, { LOGIN_MAX_FAILURES: 0, SECRET_KEY })
 const TOKEN_URL = '/api/v1/auth/login'
 
@@ -127,4 +127,26 @@ t.test('the document declares the token endpoint\'s answers', async (t) => {
   t.equal(login.responses['400'].content['application/json'].schema.$ref, '#/components/schemas/OAuthError')
   t.same(document.components.schemas.OAuthError.properties.error.enum,
     ['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope'])
+})
+
+t.test('a refresh cannot ask for scopes the account lacks: invalid_scope at the token URL and at /auth/refresh, the token kept', async (t) => {
+  const refresh = (payload: Record<string, string>) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload })
+  const first = (await password()).json()
+  const viaGrant = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token, scope: 'me admin' })
+  t.equal(viaGrant.statusCode, 400)
+  t.match(viaGrant.json(), { error: 'invalid_scope', error_description: 'scope not granted: admin', code: 'AUTH_INVALID_SCOPE' })
+
+  const viaRefresh = await refresh({ refresh_token: first.refresh_token, scope: 'me admin' })
+  t.equal(viaRefresh.statusCode, 400)
+  t.equal(viaRefresh.headers['content-type'], 'application/problem+json; charset=utf-8')
+  t.match(viaRefresh.json(), { status: 400, code: 'AUTH_INVALID_SCOPE', detail: 'scope not granted: admin' })
+
+  const narrowed = await refresh({ refresh_token: first.refresh_token, scope: 'reports' })
+  t.equal(narrowed.statusCode, 200, 'neither refusal spent the token')
+  t.equal(narrowed.json().scope, 'reports', '/auth/refresh narrows as the token URL does')
+  t.same(claimsOf(narrowed.json().access_token).scopes, ['reports'])
+
+  const spent = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token, scope: 'admin' })
+  t.match(spent.json(), { error: 'invalid_grant', code: 'AUTH_INVALID_REFRESH_TOKEN' }, 'a spent token is refused as spent, whatever the scope')
+  t.equal((await refresh({ refresh_token: first.refresh_token, scope: 'admin' })).statusCode, 401)
 })

@@ -1,19 +1,45 @@
 import t from 'tap'
+import type { App } from '../../../app.js'
 import catalog from '../../../routes/catalog/index.js'
 import { build } from '../../support/app.js'
 import { ITEMS, buildCatalog, createItem } from '../../support/catalog.js'
 import { conditionalTests, requiredIfMatchTests } from '../../support/conditional.js'
+import { assertProblem } from '../../support/responses.js'
 
 let n = 0
 const change = () => ({ price: ++n })
 
 const app = await buildCatalog(t)
-conditionalTests(t, app, { create: async () => `${ITEMS}/${(await createItem(app, { name: 'lamp', price: 1 })).id}`, change })
+conditionalTests(t, app, { create: async () => `${ITEMS}/${(await createItem(app, { name: 'lamp', price: 1 })).id}`, change, table: 'items' })
 
 t.test('a created item carries the ETag a GET then sees', async (t) => {
   const res = await app.inject({ method: 'POST', url: ITEMS, payload: { name: 'desk', price: 3 } })
   t.equal(res.statusCode, 201)
   t.equal((await app.inject({ method: 'GET', url: `${ITEMS}/${res.json().id}` })).headers.etag, res.headers.etag)
+})
+
+t.test('the ETag is keyed by SECRET_KEY: processes that share it agree, another key reads it as no version at all', async (t) => {
+  const one = await buildCatalog(t, { SECRET_KEY: 'one key shared by two processes, 32+ bytes' })
+  const twin = await build(t, { SECRET_KEY: 'one key shared by two processes, 32+ bytes' }, { database: one.plinthDb })
+  const stranger = await build(t, { SECRET_KEY: 'another key of another deployment, 32+ bytes' }, { database: one.plinthDb })
+  const url = `${ITEMS}/${(await createItem(one, { name: 'lamp', price: 1 })).id}`
+  const etagOn = async (app: App) => String((await app.inject({ method: 'GET', url })).headers.etag)
+  const etag = await etagOn(one)
+  t.equal(await etagOn(twin), etag, 'the same ETag on every process with the key')
+  t.not(await etagOn(stranger), etag, 'another key, another ETag for the same row and version')
+  assertProblem(t, await stranger.inject({ method: 'PATCH', url, headers: { 'if-match': etag }, payload: { price: 2 } }), 412, 'PRECONDITION_FAILED', 'another key\'s ETag names no version')
+  t.equal((await twin.inject({ method: 'PATCH', url, headers: { 'if-match': etag }, payload: { price: 3 } })).statusCode, 200, 'If-Match holds across processes with one key')
+})
+
+t.test('If-Match takes an ETag only as the server spelled it', async (t) => {
+  const url = `${ITEMS}/${(await createItem(app, { name: 'lamp', price: 1 })).id}`
+  const etag = String((await app.inject({ method: 'GET', url })).headers.etag)
+  // The last of 22 base64url characters carries 4 bits of the 16 bytes: its 2 low bits decode to nothing.
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const respelled = `${etag.slice(0, -2)}${alphabet[alphabet.indexOf(etag.at(-2)!) ^ 1]}"`
+  t.same(Buffer.from(respelled.slice(1, -1), 'base64url'), Buffer.from(etag.slice(1, -1), 'base64url'), 'the same bytes')
+  assertProblem(t, await app.inject({ method: 'PATCH', url, headers: { 'if-match': respelled }, payload: { price: 2 } }), 412, 'PRECONDITION_FAILED')
+  t.equal((await app.inject({ method: 'PATCH', url, headers: { 'if-match': etag }, payload: { price: 3 } })).statusCode, 200)
 })
 
 t.test('REQUIRE_IF_MATCH=true: writes without If-Match are 428', async (t) => {

@@ -54,7 +54,7 @@ t.test('catalogPlugin guards: read and write hooks, and a missing one fails the 
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await app.register(dbPlugin, { client: await freshDatabase(t) })
-  await app.register(authPlugin, { secret: 'catalog guards' })
+  await app.register(authPlugin, { secret: 'catalog guards secret, 32 bytes or more' })
   await app.register(catalogPlugin, { prefix: '/api', guards: { read: app.authenticate } })
   t.equal((await app.inject({ method: 'GET', url: '/api/items' })).statusCode, 401)
   t.equal((await app.inject({ method: 'POST', url: '/api/items', payload: item })).statusCode, 201, 'writes are open: only read was guarded')

@@ -18,20 +18,20 @@ const owner = await newAccount(app)
 const OWNED = `${API_PREFIX}/owned`
 
 t.test('records (PUT changes the fields sent)', async (t) => {
-  conditionalTests(t, app, { create: async () => `${NOTES}/${(await createRecord(app, 'notes', { title: 'a' })).id}`, change: recordChange, method: 'PUT' })
+  conditionalTests(t, app, { create: async () => `${NOTES}/${(await createRecord(app, 'notes', { title: 'a' })).id}`, change: recordChange, method: 'PUT', table: 'notes' })
 })
 
 t.test('rows defined by fields, by PATCH', async (t) => {
-  conditionalTests(t, app, { create: async () => `${TASKS}/${(await createTask(app, { title: 'a' })).id}`, change: taskChange })
+  conditionalTests(t, app, { create: async () => `${TASKS}/${(await createTask(app, { title: 'a' })).id}`, change: taskChange, table: 'tasks' })
 })
 
 t.test('rows defined by fields, by PUT', async (t) => {
-  conditionalTests(t, app, { create: async () => `${TASKS}/${(await createTask(app, { title: 'a' })).id}`, change: taskReplace, method: 'PUT', deletes: false })
+  conditionalTests(t, app, { create: async () => `${TASKS}/${(await createTask(app, { title: 'a' })).id}`, change: taskReplace, method: 'PUT', deletes: false, table: 'tasks' })
 })
 
 t.test('an owner\'s rows', async (t) => {
   const headers = owner.session.headers
-  conditionalTests(t, app, { create: async () => `${OWNED}/${(await createTask(app, { title: 'a' }, headers, `${OWNED}/`)).id}`, change: taskChange, headers })
+  conditionalTests(t, app, { create: async () => `${OWNED}/${(await createTask(app, { title: 'a' }, headers, `${OWNED}/`)).id}`, change: taskChange, headers, table: 'owned' })
 })
 
 t.test('another user\'s row is 404 whatever If-Match says: its ETag is never told', async (t) => {

@@ -114,7 +114,7 @@ t.test('plinth migrate creates a file resource\'s table, adds new fields, and re
 })
 
 t.test('the real server serves a RESOURCES_FILE resource', async (t) => {
-  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'file-test', RESOURCES_FILE: await resourcesFile(t, TASKS_JSON) })
+  const server = startServer(t, { DATABASE_URL: 'memory://', SECRET_KEY: 'file-test-secret-of-at-least-32-bytes', RESOURCES_FILE: await resourcesFile(t, TASKS_JSON) })
   const base = await server.listening
   t.equal((await httpRequest(base, '/api/v1/tasks/', { json: { title: 'x' } })).status, 401)
   const document = await httpRequest(base, '/docs/json')

@@ -1,0 +1,25 @@
+import formbody from '@fastify/formbody'
+import type { FastifyRequest } from 'fastify'
+import { FORM_TYPES, type App } from '../../plugins/validation.js'
+import { FormNotTaken } from './errors.js'
+
+const URLENCODED = 'application/x-www-form-urlencoded'
+const FORMS = new Set(FORM_TYPES)
+
+/** A form sent to any route but the OAuth endpoints, the only ones that declare what they consume, is 415 before its body is read. */
+async function refuseForms (request: FastifyRequest) {
+  const type = request.headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase()
+  if (type === undefined || !FORMS.has(type)) return
+  const { consumes } = request.routeOptions.schema as { consumes?: string[] }
+  if (consumes === undefined) throw new FormNotTaken(type)
+}
+
+/**
+ * Forms for the OAuth endpoints only (RFC 6749 and 7009 ask for them): the parser, or a host's own
+ * (a second one would fail the boot), and a 415 for a form on every other route of the plugin,
+ * whichever parser the host has.
+ */
+export async function formsForOAuthOnly (app: App) {
+  if (!app.hasContentTypeParser(URLENCODED)) await app.register(formbody)
+  app.addHook('onRequest', refuseForms)
+}
