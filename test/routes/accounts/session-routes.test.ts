@@ -4,7 +4,7 @@ import { PASSWORD, bearer, build, claimsOf, newAccount, superuser } from '../../
 import { assertProblem } from '../../support/responses.js'
 
 // The sessions a user can see and end: GET /users/me/sessions, DELETE one, logout-others, and the superuser's view.
-const app = await build(t, { SECRET_KEY: 'the session routes test secret' })
+const app = await build(t, { SECRET_KEY: 'the session routes test secret, 32 bytes or more' })
 const get = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url: `/api/v1${url}`, headers })
 const del = (url: string, headers: Record<string, string>) => app.inject({ method: 'DELETE', url: `/api/v1${url}`, headers })
 const me = (headers: Record<string, string>) => get('/users/me', headers)
