@@ -24,12 +24,16 @@ import { validatorCompiler, type App } from './plugins/validation.js'
 
 export type { App }
 
-/** The scopes the server checks: `me`, the catalog's write scope and those of RESOURCES_FILE's guards. */
+/** The scopes the server checks: `me`, the catalog's and the records' write scopes and those of RESOURCES_FILE's guards. */
 function advertisedScopes (config: Config, files: FileResourceDefinition[]): string[] {
   const guards = files.flatMap(({ guards }) => [guards.read, guards.write])
   const named = guards.flatMap((guard) => typeof guard === 'object' && guard !== null ? guard.scopes : [])
-  return [...new Set(['me', ...(config.CATALOG_WRITE_SCOPE ? [config.CATALOG_WRITE_SCOPE] : []), ...named])]
+  const settings = [config.CATALOG_WRITE_SCOPE, config.RECORDS_WRITE_SCOPE].filter((scope) => scope !== undefined)
+  return [...new Set(['me', ...settings, ...named])]
 }
+
+/** The guards of a mount whose writes need `scope` when it is set, such as CATALOG_WRITE_SCOPE. */
+const writeScope = (app: App, scope: string | undefined) => scope ? { guards: { write: app.requireScopes(scope) } } : {}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -109,14 +113,16 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
   if (config.TRUST_PROXY !== false && config.TRUST_PROXY !== 0 && config.PUBLIC_URL === undefined) app.log.warn(PROXY_WITHOUT_PUBLIC_URL)
   await app.register(wellKnown, { accountsPrefix: API_PREFIX, publicUrl: config.PUBLIC_URL, scopes: advertisedScopes(config, fileResources) })
   await app.register(health, { prefix: API_PREFIX })
-  await app.register(catalog, {
-    prefix: API_PREFIX,
-    defaultLimit: config.DEFAULT_PAGE_LIMIT,
-    maxLimit: config.MAX_PAGE_LIMIT,
-    requireIfMatch: config.REQUIRE_IF_MATCH,
-    idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
-    ...(config.CATALOG_WRITE_SCOPE ? { guards: { write: app.requireScopes(config.CATALOG_WRITE_SCOPE) } } : {})
-  })
+  if (config.CATALOG) {
+    await app.register(catalog, {
+      prefix: API_PREFIX,
+      defaultLimit: config.DEFAULT_PAGE_LIMIT,
+      maxLimit: config.MAX_PAGE_LIMIT,
+      requireIfMatch: config.REQUIRE_IF_MATCH,
+      idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+      ...writeScope(app, config.CATALOG_WRITE_SCOPE)
+    })
+  }
   const smtp = config.SMTP_URL === undefined ? undefined : smtpSender(config.SMTP_URL, config.MAIL_TIMEOUT_SECONDS * 1000)
   if (smtp) app.addHook('onClose', async () => smtp.close())
   await app.register(accounts, {
@@ -157,7 +163,9 @@ export async function buildApp (settings: Partial<Config> = {}, { database, ...o
       : undefined
   })
   for (const name of new Set(config.RESOURCES)) {
-    await app.register(resources, { prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH, idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS })
+    await app.register(resources, {
+      prefix: API_PREFIX, name, createTable: config.CREATE_TABLES_ON_STARTUP, requireIfMatch: config.REQUIRE_IF_MATCH, idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS, ...writeScope(app, config.RECORDS_WRITE_SCOPE)
+    })
   }
   for (const definition of fileResources) {
     await app.register(resources, {

@@ -4,11 +4,16 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { TSchema } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { Database, DatabaseClient } from './db/client.js'
+import type { ResourceOptions } from './routes/resources/options.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 
 // Each command loads what it needs when it runs, so --help and usage errors answer at once.
+
+/** The docs, which the package does not ship: where --help sends a reader. */
+const DOCS = 'https://github.com/plinth-dev/plinth/blob/main/docs'
 
 class UsageError extends Error {
   constructor (message: string, readonly usage = '') { super(message) }
@@ -35,23 +40,28 @@ interface Command {
   run (values: Values): Promise<void>
 }
 
+const APP: Option = { type: 'string', value: 'MODULE', description: 'a host app: a module whose buildApp export (or default export) builds it' }
+
 const commands: Record<string, Command> = {
   serve: {
     synopsis: '',
     summary: 'run the HTTP server, as npm start does',
     description: 'Runs the HTTP server until SIGINT or SIGTERM, then closes it gracefully, as npm start does\n' +
-      '(without its V8 flags: see docs/operations.md).',
-    notes: 'Environment: every setting of docs/configuration.md; HOST, PORT and DATABASE_URL above all.',
+      `(without its V8 flags: see ${DOCS}/operations.md).`,
+    notes: `Environment: HOST, PORT and DATABASE_URL above all, and every setting of\n${DOCS}/configuration.md`,
     options: {},
     run: async () => { await import('./server.js') }
   },
   migrate: {
-    synopsis: '',
-    summary: 'apply the migrations, create or update the resource tables, exit',
+    synopsis: '[--app MODULE]',
+    summary: 'apply the migrations, create or update the resource tables, say what it did',
     description: 'Applies the migrations not yet applied, creates the tables of RESOURCES, creates or adds\n' +
-      'the new fields of the RESOURCES_FILE tables, prints what it did and exits.',
-    notes: 'Environment: DATABASE_URL, RESOURCES, RESOURCES_FILE.',
-    options: {},
+      'the new fields of the RESOURCES_FILE tables, prints what it did and exits. With --app, does\n' +
+      'the same for a host app: the database of its dbPlugin, and the table of each of its\n' +
+      'resourcePlugins, whatever their migrate and createTable say.',
+    notes: 'Environment: DATABASE_URL, RESOURCES, RESOURCES_FILE; with --app, the app\'s own settings.\n' +
+      `The module --app takes: ${DOCS}/plugins.md#your-own-app-from-the-command-line`,
+    options: { app: APP },
     run: runMigrate
   },
   'create-superuser': {
@@ -93,7 +103,7 @@ const commands: Record<string, Command> = {
       'JWT_PRIVATE_KEY or a JWT_PRIVATE_KEY_FILE. It opens no database.',
     notes: 'Keep the output secret. To rotate: publish the old key in JWT_PREVIOUS_KEYS (its public part is\n' +
       'enough), set the new one, and drop the old one once the tokens it signed have expired\n' +
-      '(REFRESH_TOKEN_EXPIRE_DAYS). See docs/operations.md.',
+      `(REFRESH_TOKEN_EXPIRE_DAYS). See ${DOCS}/operations.md#rotating-the-signing-key`,
     options: { algorithm: { type: 'string', value: 'ALG', description: 'EdDSA (the default, Ed25519) or ES256 (P-256)' } },
     run: generateKeys
   },
@@ -104,19 +114,22 @@ const commands: Record<string, Command> = {
     description: 'Prints 32 random bytes from the system\'s secure source, base64url-encoded on one line, for\n' +
       'SECRET_KEY, which must hold at least 32 bytes. It opens no database.',
     notes: 'Keep the output secret, and give every process of one database the same key: a new key ends\n' +
-      'every HS256 token signed with the old one. See docs/configuration.md.',
+      `every HS256 token signed with the old one. See ${DOCS}/configuration.md`,
     options: {},
     run: generateSecret
   },
   openapi: {
-    synopsis: '',
+    synopsis: '[--app MODULE]',
     summary: 'print the OpenAPI 3.1 document as JSON, without a database',
-    description: 'Prints the OpenAPI 3.1 document the server serves at /docs/json, as JSON on stdout. It opens\n' +
-      'no database.',
+    description: 'Prints the OpenAPI 3.1 document the server serves at /docs/json, as JSON on stdout. With\n' +
+      '--app, prints a host app\'s own document instead: its routes and resources beside plinth\'s. It\n' +
+      'opens no database: plinth\'s plugins are given none, and create no table.',
     notes: 'Environment: RESOURCES, RESOURCES_FILE, and the limits the document states (DEFAULT_PAGE_LIMIT,\n' +
-      'MAX_PAGE_LIMIT, PASSWORD_MIN_LENGTH...).',
-    options: {},
-    run: printOpenapi
+      'MAX_PAGE_LIMIT, PASSWORD_MIN_LENGTH...); with --app, the app\'s own settings.\n\n' +
+      'A typed client: npx openapi-typescript openapi.json -o api.d.ts, then openapi-fetch; see\n' +
+      `${DOCS}/plugins.md#the-typed-client`,
+    options: { app: APP },
+    run: (values) => typeof values.app === 'string' ? printAppOpenapi(values.app) : printOpenapi()
   }
 }
 
@@ -136,7 +149,8 @@ ${columns(Object.entries(commands).map(([name, command]) => [`${name} ${command.
 
 Run plinth <command> --help for what a command does and its options, plinth --version for the
 version. Settings come from the environment, as for the server: DATABASE_URL, RESOURCES,
-PASSWORD_MIN_LENGTH... (see docs/configuration.md). Exit codes: 0 done, 1 failed, 2 usage error.
+PASSWORD_MIN_LENGTH... (see ${DOCS}/configuration.md).
+Exit codes: 0 done, 1 failed, 2 usage error.
 `
   }
   const command = commands[name]!
@@ -175,7 +189,8 @@ async function readConfig () {
   }
 }
 
-async function runMigrate () {
+async function runMigrate (values: Values) {
+  if (typeof values.app === 'string') return migrateApp(values.app)
   const { migrate } = await import('./db/migrate.js')
   console.log(await migrate(await readConfig()))
 }
@@ -326,18 +341,131 @@ async function generateSecret () {
   process.stdout.write(`${randomBytes(32).toString('base64url')}\n`)
 }
 
-/** The document depends on settings, not data: built on a driverless Drizzle with nothing to create at boot, it opens no database. */
-async function printOpenapi () {
-  const config = await readConfig()
+/** A driverless Drizzle that refuses every query: the document depends on settings, not data. */
+async function noDatabase (): Promise<DatabaseClient> {
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const schema = await import('./db/schema.js')
-  const { buildApp } = await import('./app.js')
   const refuse = async () => { throw new Error('plinth openapi runs without a database') }
-  const database: DatabaseClient = { db: drizzle.mock({ schema }), driver: 'postgres', load: () => ({ size: 0, running: 0, waiting: 0 }), migrate: refuse, ping: refuse, close: async () => {} }
-  const app = await buildApp({ ...config, CREATE_TABLES_ON_STARTUP: false, FIRST_SUPERUSER_EMAIL: undefined }, { logger: false, database })
+  return { db: drizzle.mock({ schema }), driver: 'postgres', load: () => ({ size: 0, running: 0, waiting: 0 }), migrate: refuse, ping: refuse, close: async () => {} }
+}
+
+/** Built with nothing to create at boot on no database, the server's document opens none. */
+async function printOpenapi () {
+  const config = await readConfig()
+  const { buildApp } = await import('./app.js')
+  const app = await buildApp({ ...config, CREATE_TABLES_ON_STARTUP: false, FIRST_SUPERUSER_EMAIL: undefined }, { logger: false, database: await noDatabase() })
   try {
     await app.ready()
     process.stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)
+  } finally {
+    await app.close()
+  }
+}
+
+// fastify-plugin's mark on a plugin, with the name plinth's plugins are registered under.
+const PLUGIN_META = Symbol.for('plugin-meta')
+
+type Plugin = ((app: FastifyInstance, options: never) => unknown) & { [PLUGIN_META]?: { name?: string } }
+type Options = Record<string, unknown>
+
+/** How a command changes one of plinth's plugins, known by its fastify-plugin name, as a host app registers it. */
+interface Rewrite {
+  plugin?: (plugin: Plugin) => Plugin
+  options: (options: Options | undefined) => Options
+}
+
+/** Makes `app.register` rewrite plinth's plugins; its child contexts, made with Object.create, inherit the wrapper. */
+function rewriteRegistrations (app: FastifyInstance, rewrites: Record<string, Rewrite>) {
+  const register = app.register
+  app.register = function (this: FastifyInstance, plugin: Plugin, options?: Options | ((parent: FastifyInstance) => Options)) {
+    const name = plugin[PLUGIN_META]?.name
+    const rewrite = name !== undefined && Object.hasOwn(rewrites, name) ? rewrites[name] : undefined
+    if (!rewrite) return register.call(this, plugin as never, options as never)
+    const rewritten = typeof options === 'function' ? (parent: FastifyInstance) => rewrite.options(options(parent)) : rewrite.options(options)
+    return register.call(this, (rewrite.plugin?.(plugin) ?? plugin) as never, rewritten as never)
+  } as unknown as typeof register
+}
+
+/**
+ * The app of `--app MODULE`, readied: the module's buildApp export, or its default export, called
+ * with no argument. Every Fastify instance made meanwhile registers plinth's plugins through `rewrites`.
+ */
+async function hostApp (path: string, rewrites: Record<string, Rewrite>): Promise<FastifyInstance> {
+  const { resolve } = await import('node:path')
+  const { pathToFileURL } = await import('node:url')
+  const { subscribe, unsubscribe } = await import('node:diagnostics_channel')
+  const file = resolve(path)
+  if (!existsSync(file)) throw new Error(`--app ${path}: no such file`)
+  // Fastify announces each instance it makes, before any plugin is registered on it.
+  const onInstance = (message: unknown) => rewriteRegistrations((message as { fastify: FastifyInstance }).fastify, rewrites)
+  subscribe('fastify.initialization', onInstance)
+  try {
+    const module = await import(pathToFileURL(file).href) as { buildApp?: unknown, default?: unknown }
+    const build = module.buildApp ?? module.default
+    if (typeof build !== 'function') throw new Error(`--app ${path}: the module exports no buildApp function, nor a default one, that builds the app`)
+    const app = await build() as FastifyInstance | undefined
+    if (typeof app?.ready !== 'function') throw new Error(`--app ${path}: buildApp returned ${String(app)}, not a Fastify app`)
+    try {
+      await app.ready()
+    } catch (error) {
+      await app.close()
+      throw error
+    }
+    return app
+  } finally {
+    unsubscribe('fastify.initialization', onInstance)
+  }
+}
+
+// Run for the document alone, a host app's boot must neither reach a database nor create anything.
+const offline = (database: DatabaseClient): Record<string, Rewrite> => ({
+  'plinth-db': { options: () => ({ client: database, migrate: false }) },
+  'plinth-resource': { options: (options) => ({ ...options, createTable: false }) },
+  'plinth-accounts': { options: (options) => ({ ...options, firstSuperuser: undefined }) }
+})
+
+async function printAppOpenapi (path: string) {
+  const app = await hostApp(path, offline(await noDatabase()))
+  try {
+    if (typeof app.swagger !== 'function') throw new Error(`--app ${path}: the app has no OpenAPI document: register docsPlugin (or @fastify/swagger) in buildApp`)
+    process.stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)
+  } finally {
+    await app.close()
+  }
+}
+
+/**
+ * `migrate --app`: the host app booted with no schema work, then migrated and every resource's table
+ * created or updated, whatever the app's own switches say, and what that changed, in one line.
+ */
+async function migrateApp (path: string) {
+  const { changes, schemaState } = await import('./db/migrate.js')
+  const { createTables } = await import('./db/resources.js')
+  const { resolveResourceOptions } = await import('./routes/resources/options.js')
+  const fp = (await import('fastify-plugin')).default
+  let opened: { client: DatabaseClient, before: Awaited<ReturnType<typeof schemaState>> } | undefined
+  const resources: ResourceOptions[] = []
+  // Read before anything changes it; the work itself waits for the boot, which the host's plugin timeout bounds.
+  const reading = (plugin: Plugin): Plugin => fp(async (app: FastifyInstance, options: Options) => {
+    await (plugin as (app: FastifyInstance, options: Options) => Promise<void>)(app, { ...options, migrate: false })
+    opened = { client: app.plinthDb, before: await schemaState(app.plinthDb.db) }
+  }, { name: 'plinth-db', fastify: '5.x' })
+  const app = await hostApp(path, {
+    'plinth-db': { plugin: reading, options: (options) => ({ ...options }) },
+    'plinth-resource': {
+      options: (options) => {
+        resources.push(options as unknown as ResourceOptions)
+        return { ...options, createTable: false }
+      }
+    },
+    'plinth-accounts': { options: (options) => ({ ...options, firstSuperuser: undefined }) }
+  })
+  try {
+    if (!opened) throw new Error(`--app ${path}: the app registers no dbPlugin: there is no database to migrate`)
+    const tables = resources.map((options) => resolveResourceOptions(options))
+    const records = tables.filter((table) => !table.fields).map((table) => table.table)
+    await createTables(opened.client, records, tables.filter((table) => table.fields).map(({ table, fields = [], owner, indexes }) => ({ table, fields, owner, indexes })))
+    console.log(changes(opened.before, await schemaState(opened.client.db), tables.map((table) => table.table), opened.client.driver))
   } finally {
     await app.close()
   }

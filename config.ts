@@ -3,9 +3,10 @@ import { isIP } from 'node:net'
 import createError from '@fastify/error'
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { redactUrl } from './db/redact-url.js'
 import { BUILT_IN_TABLES } from './db/resources.js'
 import { readTemplatesDir } from './mail/templates.js'
-import { ALGORITHMS } from './plugins/auth/keys.js'
+import { ALGORITHMS, loadSigningKeys } from './plugins/auth/keys.js'
 import { MIN_SECRET_BYTES } from './plugins/auth/options.js'
 import type { FieldTableSpec } from './db/field-table.js'
 import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
@@ -68,9 +69,14 @@ export const ConfigSchema = Type.Object({
     pattern: '^[a-z][a-z0-9_]{0,62}$',
     description: 'a comma-separated list of lower-case identifiers such as records,notes'
   }), { default: ['records'] }),
+  CATALOG: Type.Boolean({ default: true }),
   CATALOG_WRITE_SCOPE: Type.Optional(Type.String({
     pattern: '^[a-z][a-z0-9:_.-]{0,63}$',
     description: 'a scope name such as items:write: writes to /items then need a token with it'
+  })),
+  RECORDS_WRITE_SCOPE: Type.Optional(Type.String({
+    pattern: '^[a-z][a-z0-9:_.-]{0,63}$',
+    description: 'a scope name such as records:write: writes to the resources of RESOURCES then need a token with it'
   })),
   RESOURCES_FILE: Type.Optional(Type.String({
     minLength: 1,
@@ -132,6 +138,9 @@ type Key = keyof Config
 /** A setting that is missing or malformed: the server refuses to start and says which. */
 export const ConfigError = createError('PLINTH_INVALID_CONFIG', '%s')
 
+/** A value as an error message quotes it: JSON, with the password of any URL in it hidden. */
+const quoted = (value: unknown) => JSON.stringify(value, (_key, entry: unknown) => typeof entry === 'string' ? redactUrl(entry) : entry)
+
 const TRUE = new Set(['true', '1', 'yes'])
 const FALSE = new Set(['false', '0', 'no'])
 
@@ -152,22 +161,32 @@ function trustProxyOf (raw: string): unknown {
   return raw.split(',').map((part) => part.trim()).filter(Boolean)
 }
 
+const NO_RESOURCES = 'RESOURCES=none mounts no generic resource'
+
+/** RESOURCES as written: `none` for no generic resource; a list that names none otherwise is a mistake. */
+function resourceNames (raw: string): string[] {
+  if (raw.trim() === 'none') return []
+  const names = raw.split(',').map((part) => part.trim()).filter(Boolean)
+  if (names.length === 0) throw new ConfigError(`RESOURCES: names no resource (got ${quoted(raw)}); ${NO_RESOURCES}`)
+  return names
+}
+
 function fromEnv (name: string, raw: string, schema: TSchema): unknown {
   if (name === 'TRUST_PROXY') return trustProxyOf(raw)
   switch (schema.type) {
     case 'integer': {
       const text = raw.trim()
-      if (!/^-?\d+$/.test(text)) throw new ConfigError(`${name} must be an integer (got "${raw}")`)
+      if (!/^-?\d+$/.test(text)) throw new ConfigError(`${name} must be an integer (got ${quoted(raw)})`)
       return Number(text)
     }
     case 'boolean': {
       const text = raw.trim().toLowerCase()
       if (TRUE.has(text)) return true
       if (FALSE.has(text)) return false
-      throw new ConfigError(`${name} must be one of true/false/1/0/yes/no (got "${raw}")`)
+      throw new ConfigError(`${name} must be one of true/false/1/0/yes/no (got ${quoted(raw)})`)
     }
     case 'array':
-      return raw.split(',').map((part) => part.trim()).filter(Boolean)
+      return name === 'RESOURCES' ? resourceNames(raw) : raw.split(',').map((part) => part.trim()).filter(Boolean)
     default:
       return raw
   }
@@ -179,9 +198,13 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   const error = Value.Errors(ConfigSchema, config).First()
   if (error) {
     const name = error.path.split('/')[1] ?? 'config'
-    const got = name in config ? ` (got ${JSON.stringify(config[name as Key])})` : ''
+    const got = name in config ? ` (got ${quoted(config[name as Key])})` : ''
     const expected = error.schema.description ? `must be ${error.schema.description}` : error.message.toLowerCase()
     throw new ConfigError(`${name}: ${expected}${got}`)
+  }
+  // An empty path would be PGlite's in-memory database: everything lost at exit, with no word of it.
+  if (/^pglite:\/\/\s*$/.test(config.DATABASE_URL)) {
+    throw new ConfigError('DATABASE_URL: pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
   }
   if (config.DEFAULT_PAGE_LIMIT > config.MAX_PAGE_LIMIT) {
     throw new ConfigError(
@@ -191,6 +214,15 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   const taken = config.RESOURCES.find((name) => BUILT_IN_TABLES.includes(name))
   if (taken) {
     throw new ConfigError(`RESOURCES: "${taken}" is a table of the service (${BUILT_IN_TABLES.join(', ')}); choose another name`)
+  }
+  if (config.RESOURCES.includes('none')) {
+    throw new ConfigError(`RESOURCES: "none" is not a resource name but the whole setting: ${NO_RESOURCES}`)
+  }
+  if (config.CATALOG_WRITE_SCOPE !== undefined && !config.CATALOG) {
+    throw new ConfigError('CATALOG_WRITE_SCOPE is set but CATALOG=false mounts no catalog; unset one of them')
+  }
+  if (config.RECORDS_WRITE_SCOPE !== undefined && config.RESOURCES.length === 0) {
+    throw new ConfigError('RECORDS_WRITE_SCOPE is set but RESOURCES=none mounts no resource to guard; unset one of them')
   }
   const badProxy = Array.isArray(config.TRUST_PROXY) ? config.TRUST_PROXY.find((entry) => !isProxyAddress(entry)) : undefined
   if (badProxy !== undefined) {
@@ -226,6 +258,25 @@ export function privateKeyOf (config: Config): string | undefined {
     return readFileSync(path, 'utf8')
   } catch (err) {
     throw new ConfigError(`JWT_PRIVATE_KEY_FILE ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
+  }
+}
+
+/** The variable to fix for a key the auth plugin refuses, by the option its message names. */
+function keyVariable (config: Config, message: string): string {
+  if (message.startsWith('previousKeys')) return 'JWT_PREVIOUS_KEYS'
+  if (message.startsWith('privateKey is')) return config.JWT_PRIVATE_KEY_FILE === undefined ? 'JWT_PRIVATE_KEY' : 'JWT_PRIVATE_KEY_FILE'
+  return 'JWT_ALGORITHM'
+}
+
+/** Loads the signing keys as the auth plugin will, so that a missing or unfit key stops a start before the database opens. */
+export function checkSigningKeys (config: Config): void {
+  try {
+    loadSigningKeys({ algorithm: config.JWT_ALGORITHM, secret: config.SECRET_KEY ?? '', privateKey: privateKeyOf(config), previousKeys: config.JWT_PREVIOUS_KEYS })
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'AUTH_INVALID_OPTIONS') throw err
+    // The plugin's prefix names no setting; the variable does.
+    const reason = (err as Error).message.replace(/^auth plugin: /, '')
+    throw new ConfigError(`${keyVariable(config, reason)}: ${reason}`)
   }
 }
 

@@ -3,9 +3,11 @@ export { ConfigSchema, ConfigError, loadConfig, resolveConfig, type Config } fro
 
 export { default as dbPlugin, type DbOptions } from './plugins/db.js'
 export { default as authPlugin, AuthOptionsSchema, TokenError, type AuthOptions, type Guard, type TokenClaims, type Tokens } from './plugins/auth/index.js'
-export { default as errorsPlugin, problem } from './plugins/errors.js'
+export {
+  default as errorsPlugin, problem, problemError, validationError, conflictError, forbiddenError, notFoundError
+} from './plugins/errors.js'
 export { default as corsPlugin, type CorsOptions } from './plugins/cors.js'
-export { default as docsPlugin, type DocsOptions } from './plugins/docs.js'
+export { default as docsPlugin, DocsOptionsSchema, type DocsOptions } from './plugins/docs.js'
 export { default as etagsPlugin, EtagsOptionsSchema, type EtagsOptions } from './plugins/etags.js'
 export { default as healthPlugin } from './plugins/health.js'
 export { default as metricsPlugin, metricsServer, type MetricsOptions, type PlinthEvent, type PlinthMetrics } from './plugins/metrics.js'
@@ -21,14 +23,17 @@ export { AccountsOptionsSchema, type AccountsOptions } from './routes/accounts/o
 export { default as catalogPlugin } from './routes/catalog/index.js'
 export { CatalogOptionsSchema, type CatalogOptions } from './routes/catalog/options.js'
 export {
-  default as resourcePlugin, ROUTE_NAMES, RecordNotFound, ResourceOptionsSchema, type ResourceOptions, type RouteName
+  default as resourcePlugin, ROUTE_NAMES, RecordNotFound, ResourceNotRegistered, ResourceOptionsSchema, resourceTable,
+  type ResourceOptions, type ResourceTable, type RouteName
 } from './routes/resources/index.js'
+export { ResourcesFileSchema, guardsOf, readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
 export {
   createItemRepository, containsPattern,
   type ItemRepository, type ItemRow, type ItemSlice, type NewItem
 } from './db/items.js'
 
 export { connect, connectPglite, type Database, type DatabaseClient, type DatabaseLoad, type Driver } from './db/client.js'
+export { rowsOf } from './db/raw-rows.js'
 export { createRepository, definedOnly, type Repository, type Page, type TableWithId } from './db/crud.js'
 export { ResourceTableError, isDatabaseUnavailable, serverBusy, serverBusyIn, sqlState, type ServerBusy, type ShedReason } from './db/errors.js'
 export { BUILT_IN_TABLES, createTables, ensureResourceTable, resourceTableDdl } from './db/resources.js'

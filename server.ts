@@ -7,8 +7,10 @@ import type { FastifyBaseLogger } from 'fastify'
 import { pino, type LoggerOptions } from 'pino'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import { buildApp, type App } from './app.js'
-import { ConfigError, fieldTablesOf, loadConfig, type Config } from './config.js'
+import { ConfigError, checkSigningKeys, fieldTablesOf, loadConfig, type Config } from './config.js'
 import { connect } from './db/client.js'
+import { isDatabaseUnavailable, sqlState } from './db/errors.js'
+import { redactUrl, redactUrlsIn } from './db/redact-url.js'
 import { createTables } from './db/resources.js'
 import { withoutValues } from './plugins/errors.js'
 import { metricsServer } from './plugins/metrics.js'
@@ -17,6 +19,11 @@ import { startTracing } from './plugins/tracing.js'
 const GRACE_MS = 10_000
 const DRAIN_MS = 2_000
 const HEADERS_TIMEOUT_MS = 10_000
+// A worker's exit code for a failure no restart can mend (sysexits' EX_CONFIG): the primary stops instead of forking again.
+const EXIT_CONFIG = 78
+
+/** A failure at start that a setting explains: printed as its message, one line naming the setting. */
+class StartError extends Error {}
 
 function readConfig (): Config {
   try {
@@ -34,7 +41,8 @@ const loggerOptions: LoggerOptions = {
   // Request logs carry no headers today; this keeps tokens out if a serializer ever adds them.
   redact: ['req.headers.authorization', 'req.headers.cookie'],
   // Every error logged, in a plugin's hook or at shutdown too, without the values bound to its statement.
-  serializers: { err: (error: Error) => pino.stdSerializers.err(withoutValues(error) as Error) },
+  // A URL's password never reaches the log, wherever a driver put the URL (Node's invalid-URL error keeps it in `input`).
+  serializers: { err: (error: Error) => redactUrlsIn(pino.stdSerializers.err(withoutValues(error) as Error)) },
   // A person reads a terminal, a collector reads a pipe: the output decides, never NODE_ENV.
   ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {})
 }
@@ -55,11 +63,25 @@ async function drainAndClose (app: App) {
   await app.close()
 }
 
+/** `listen` on the address of `prefix`HOST and `prefix`PORT; an address in use or not of this machine is a StartError naming the setting. */
+async function listenOn (prefix: '' | 'METRICS_', listen: (address: { host: string, port: number }) => Promise<string>): Promise<string> {
+  const host = config[`${prefix}HOST`]
+  const port = config[`${prefix}PORT`] ?? 0
+  try {
+    return await listen({ host, port })
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE') throw new StartError(`${prefix}PORT: ${host}:${port} is in use by another process; stop it, or choose another ${prefix}PORT`)
+    if (code === 'EADDRNOTAVAIL') throw new StartError(`${prefix}HOST: ${host} is not an address of this machine`)
+    throw err
+  }
+}
+
 /** Serves `read` at /metrics on METRICS_PORT, when set; closes with the returned function. */
 async function serveMetrics (logger: FastifyBaseLogger, read: () => Promise<string>, contentType: string): Promise<() => Promise<void>> {
   if (config.METRICS_PORT === undefined) return async () => {}
   const server = metricsServer(read, contentType, logger)
-  const url = await server.listen({ host: config.METRICS_HOST, port: config.METRICS_PORT })
+  const url = await listenOn('METRICS_', (address) => server.listen(address))
   logger.info({ url: `${url}/metrics` }, 'metrics listening')
   return () => server.close()
 }
@@ -94,7 +116,7 @@ async function serve () {
     // Last, so the spans of the final requests are sent.
     await stopTracing()
   })
-  await app.listen({ host: config.HOST, port: config.PORT })
+  await listenOn('', (address) => app.listen(address))
   const metrics = app.plinthMetrics
   if (!metrics) return
   // A worker answers the primary's requests for its metrics; the primary serves them all, summed.
@@ -115,6 +137,8 @@ async function supervise () {
   const fork = () => cluster.fork({ CREATE_TABLES_ON_STARTUP: 'false' })
   cluster.on('exit', (worker, code, signal) => {
     if (closing) return
+    // The worker printed why; every other would fail alike.
+    if (code === EXIT_CONFIG) process.exit(1)
     log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another')
     fork()
   })
@@ -132,7 +156,27 @@ async function supervise () {
   })
 }
 
+/** The driver's own words, under the wrappers (Drizzle's quotes the query). */
+function rootMessage (error: Error): string {
+  return error.cause instanceof Error ? rootMessage(error.cause) : error.message
+}
+
+/** The one line for a failure at start that a setting explains, naming it; undefined for the unforeseen, logged with its stack. */
+function explained (err: unknown): string | undefined {
+  if (err instanceof ConfigError) return `invalid configuration: ${err.message}`
+  if (err instanceof StartError) return err.message
+  const code = (err as { code?: unknown }).code
+  if (code === 'PLINTH_INVALID_DATABASE_URL' || code === 'PLINTH_PGLITE_IN_USE') return `DATABASE_URL: ${(err as Error).message}`
+  const url = redactUrl(config.DATABASE_URL)
+  if (isDatabaseUnavailable(err)) return `DATABASE_URL: cannot reach ${url}: ${rootMessage(err as Error)}`
+  // Class 28, a refused login, and 3D000, a database that does not exist.
+  if (/^(28|3D000)/.test(sqlState(err) ?? '')) return `DATABASE_URL: ${url} refused: ${rootMessage(err as Error)}`
+  return undefined
+}
+
 try {
+  // Before the database opens: a key the auth plugin would refuse stops the start at once.
+  checkSigningKeys(config)
   if (config.WORKERS > 1 && cluster.isPrimary) {
     warnAboutWorkerSecrets()
     await supervise()
@@ -140,6 +184,8 @@ try {
     await serve()
   }
 } catch (err) {
-  log.fatal({ err }, 'could not start')
-  process.exit(1)
+  const line = explained(err)
+  if (line === undefined) log.fatal({ err }, 'could not start')
+  else console.error(`plinth: ${line}`)
+  process.exit(line !== undefined && cluster.isWorker ? EXIT_CONFIG : 1)
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { failWith, readArgs } from './flags.js'
@@ -141,14 +141,18 @@ async function main () {
     const startup = await pgliteStartup(pinning, folder)
     notes.push(`PGlite start to healthy on an existing folder: ${startup.healthyMs.toFixed(0)} ms (first start with migrations ${startup.firstMs.toFixed(0)} ms), RSS ${mb(startup.rss)} MB`)
     // PostgreSQL is sized by each scenario's set-up; PGlite (in the app's process) starts with its 10k of each.
-    const appEnv = { BENCH_DATABASE_URL: database, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000' }
+    // A PGlite folder is one process's: each app server gets its own copy of the migrated one.
+    const appEnv = (copy: string) => {
+      if (!onPostgres) cpSync(folder, `${folder}-${copy}`, { recursive: true })
+      return { BENCH_DATABASE_URL: onPostgres ? database : `pglite://${folder}-${copy}`, BENCH_SEED_ITEMS: onPostgres ? '0' : '10000', BENCH_SEED_TASKS: onPostgres ? '0' : '10000' }
+    }
     const wanted = (server: Scenario['server']) => flags.selected.some((scenario) => scenario.server === server)
     const [bare, app, eddsa, stateless, observed] = await Promise.all([
       startServer('bare', 'bare-server', pinning),
-      startServer('app', 'app-server', pinning, appEnv),
-      wanted('eddsa') ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv, BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) }) : undefined,
-      wanted('stateless') ? startServer('app (SESSION_CHECK=false)', 'app-server', pinning, { ...appEnv, BENCH_STATELESS: '1' }) : undefined,
-      wanted('observed') ? startServer('app (metrics on)', 'app-server', pinning, { ...appEnv, BENCH_OBSERVED: '1' }) : undefined
+      startServer('app', 'app-server', pinning, appEnv('app')),
+      wanted('eddsa') ? startServer('app (EdDSA)', 'app-server', pinning, { ...appEnv('eddsa'), BENCH_JWT_PRIVATE_KEY: JSON.stringify(generateKey('EdDSA')) }) : undefined,
+      wanted('stateless') ? startServer('app (SESSION_CHECK=false)', 'app-server', pinning, { ...appEnv('stateless'), BENCH_STATELESS: '1' }) : undefined,
+      wanted('observed') ? startServer('app (metrics on)', 'app-server', pinning, { ...appEnv('observed'), BENCH_OBSERVED: '1' }) : undefined
     ])
     const servers = { eddsa, stateless, observed }
     const rows: Row[] = []
@@ -252,7 +256,7 @@ async function main () {
   } finally {
     clearTimeout(watchdog)
     await stopServers()
-    rmSync(folder, { recursive: true, force: true })
+    for (const copy of ['', '-app', '-eddsa', '-stateless', '-observed']) rmSync(`${folder}${copy}`, { recursive: true, force: true })
   }
 }
 

@@ -6578,7 +6578,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds */
+            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds; or a constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6914,6 +6914,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "Another row of tasks already has this code (unique constraint \"tasks_code_key\")",
+                     *       "code": "UNIQUE_VIOLATION"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The row has changed since the ETag sent in If-Match (PRECONDITION_FAILED); read it again */
             412: {
                 headers: {
@@ -7119,6 +7137,24 @@ export interface operations {
                      *       "status": 404,
                      *       "detail": "records 7 not found",
                      *       "code": "RESOURCE_NOT_FOUND"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "Another row of tasks already has this code (unique constraint \"tasks_code_key\")",
+                     *       "code": "UNIQUE_VIOLATION"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

@@ -1,8 +1,11 @@
 import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import createError from '@fastify/error'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { createGate, gated, type QueueBound } from './gate.js'
+import { lockFolder } from './pglite-lock.js'
+import { redactUrl } from './redact-url.js'
 import * as schema from './schema.js'
 import { traced } from './tracing.js'
 
@@ -42,6 +45,9 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 /** Advisory lock for schema changes: processes starting together take turns, and the later ones find the work done. */
 export const SCHEMA_LOCK = 0x706c6e74
 
+/** A database URL that cannot be used as written: malformed, or a pglite:// path that is no folder. */
+export const DatabaseUrlError = createError('PLINTH_INVALID_DATABASE_URL', '%s')
+
 export async function connect (url: string): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))
   if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url)
@@ -56,7 +62,7 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const { migrate } = await import('drizzle-orm/postgres-js/migrator')
-  const client = postgres(url, {
+  const client = postgresClient(() => postgres(url, {
     max: POOL,
     // Fail fast when the server is unreachable: requests answer 503 instead of hanging.
     connect_timeout: 5,
@@ -65,7 +71,7 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
     idle_timeout: 60,
     // The default max_pipeline stays: a small one breaks transactions in postgres.js 3.4 (UNSAFE_TRANSACTION); `gated` avoids pipelining instead.
     onnotice: () => {}
-  })
+  }), url)
   const gate = createGate(POOL)
   const pooled = gated(client, gate)
   const db = drizzle({ client: pooled, schema })
@@ -91,7 +97,34 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
   }
 }
 
+/** The driver's client, or a DatabaseUrlError for a URL it cannot parse: Node's own error would carry the URL, password and all. */
+function postgresClient<T> (create: () => T, url: string): T {
+  try {
+    return create()
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_INVALID_URL') throw err
+    throw new DatabaseUrlError(`${redactUrl(url)} is not a valid URL: percent-encode the reserved characters of the user name and password, such as %40 for @ and %2F for /`)
+  }
+}
+
 const PGLITE_CONF = ['shared_buffers=16MB']
+
+const NOT_A_FOLDER: Record<string, string> = { EEXIST: 'is a file, not a folder', ENOTDIR: 'is inside a file, not a folder' }
+
+/** Creates the data folder if need be, and takes it for this process; returns the release. */
+function openFolder (dataDir: string): () => void {
+  if (dataDir.trim() === '') {
+    throw new DatabaseUrlError('pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
+  }
+  try {
+    mkdirSync(dataDir, { recursive: true })
+  } catch (err) {
+    const reason = NOT_A_FOLDER[(err as NodeJS.ErrnoException).code ?? '']
+    if (reason === undefined) throw err
+    throw new DatabaseUrlError(`${dataDir} ${reason}: pglite:// takes the path of a folder`)
+  }
+  return lockFolder(dataDir)
+}
 
 /** PGlite is an optional peer dependency: only a pglite:// or memory:// URL loads it. */
 async function loadPglite () {
@@ -111,11 +144,12 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
   const { PGlite, pgTrgm } = await loadPglite()
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
-  if (dataDir) mkdirSync(dataDir, { recursive: true })
+  const release = dataDir === undefined ? () => {} : openFolder(dataDir)
   // PGlite writes its folder through Node's fs and commits synchronously: an acknowledged write survives
   // kill -9, but nothing is fsynced, so a power cut can lose recent commits.
   // Shared buffers live inside PGlite's WebAssembly heap: a smaller pool than PostgreSQL's default uses less memory and reads faster.
   const client = await PGlite.create(dataDir, { ...options, postgresqlconf: PGLITE_CONF, extensions: { pg_trgm: pgTrgm } })
+    .catch((err: unknown) => { release(); throw err })
   // PGlite queues its callers itself: counting the calls in flight gives the one running and those queued behind it.
   let pending = 0
   let bound: QueueBound | undefined
@@ -134,7 +168,10 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
     limitWaiting: (next) => { bound = next },
     migrate: () => migrate(db, { migrationsFolder }),
     ping: async () => { await db.execute(sql`select 1`) },
-    close: async () => { if (!client.closed) await client.close() },
+    close: async () => {
+      if (!client.closed) await client.close()
+      release()
+    },
     dump: () => client.dumpDataDir('none')
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
 import {
   boolean, customType, date, doublePrecision, integer, jsonb, pgTable, text, type PgColumnBuilderBase
@@ -299,6 +300,12 @@ async function columnsOf (db: Database, table: string): Promise<string[] | null>
 
 const definitionOf = (spec: FieldTableSpec): FieldTableDefinition =>
   JSON.parse(JSON.stringify({ fields: spec.fields, owner: spec.owner ?? false, indexes: indexedFields(spec) })) as FieldTableDefinition
+
+/**
+ * A digest of the definition plinth_resource_tables keeps for `spec`, the same in every process that serves it:
+ * the rows' ETags mix it in, as a row's representation follows its definition even where its version does not.
+ */
+export const definitionDigest = (spec: FieldTableSpec) => createHash('sha256').update(canonical(definitionOf(spec))).digest('base64url')
 
 async function plan (db: Database, spec: FieldTableSpec, wanted: FieldTableDefinition): Promise<string[] | null> {
   const columns = await columnsOf(db, spec.table)

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm'
-import { alwaysPresent, type Field, type FieldKind } from '../schemas/fields.js'
+import { alwaysPresent, isWriteOnly, type Field, type FieldKind } from '../schemas/fields.js'
 import { ident } from './field-table.js'
 
 // An instant as the API writes it everywhere: UTC, milliseconds, a Z.
@@ -31,12 +31,15 @@ const SERVER_MEMBERS: Member[] = [
   { name: 'updated_at', kind: 'timestamp', always: true, notNull: true }
 ]
 
-/** The row as the API's JSON text, in rowSchema's members and order, built by PostgreSQL: nothing to decode or serialize. */
+/**
+ * The row as the API's JSON text, in rowSchema's members and order, built by PostgreSQL: nothing to decode or serialize.
+ * A writeOnly field is never in it, so no answer made from it can tell that field.
+ */
 export function rowJson (fields: Field[], { owner = false }: { owner?: boolean } = {}): SQL<string> {
   const members: Member[] = [
     ...SERVER_MEMBERS,
     ...(owner ? [{ name: 'owner_id', kind: 'integer' as const, always: true, notNull: true }] : []),
-    ...fields.map((field) => ({ name: field.name, kind: field.kind, always: alwaysPresent(field), notNull: false }))
+    ...fields.filter((field) => !isWriteOnly(field)).map((field) => ({ name: field.name, kind: field.kind, always: alwaysPresent(field), notNull: false }))
   ]
   // Field names are plain identifiers (schemas/fields.ts), so they need no JSON escaping.
   const parts = members.map(({ name, kind, always, notNull }, i) => {

@@ -1,15 +1,40 @@
+// Kept in the declarations: a host that imports plinth gets @fastify/swagger's typed app.swagger().
+/// <reference types="@fastify/swagger" preserve="true" />
+import createError from '@fastify/error'
 import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { Type } from '@sinclair/typebox'
 import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { problemResponses } from '../schemas/error.js'
 import { openapiDocument } from './openapi-document.js'
+import { readOptions } from './options.js'
 import { assertBeforeRoutes } from './order.js'
 import type { App } from './validation.js'
 
-export interface DocsOptions {
-  title?: string
-}
+export const InvalidDocsOptions = createError('DOCS_INVALID_OPTIONS', 'docs plugin: %s')
+
+/** An OpenAPI server: where clients, and Swagger UI's "Try it out", send their requests. */
+const ServerSchema = Type.Object({
+  url: Type.String({ minLength: 1, errorMessage: 'must be a URL such as https://api.example.com or /api' }),
+  description: Type.Optional(Type.String()),
+  variables: Type.Optional(Type.Record(Type.String(), Type.Object({
+    default: Type.String(),
+    enum: Type.Optional(Type.Array(Type.String())),
+    description: Type.Optional(Type.String())
+  }), { errorMessage: 'must be an object of { default, enum?, description? } by variable name' }))
+})
+
+/** The document's `info` and `servers`; a host's own @fastify/swagger keeps its own. */
+export const DocsOptionsSchema = Type.Object({
+  title: Type.String({ minLength: 1, default: 'plinth', errorMessage: 'must be a non-empty string' }),
+  version: Type.String({ minLength: 1, default: '0.1.0', errorMessage: 'must be a non-empty string such as 1.0.0' }),
+  description: Type.String({ default: 'Accounts and sessions, an item catalog and generic resources, under /api/v1.', errorMessage: 'must be a string (CommonMark)' }),
+  // None by default: clients then call the origin they loaded the document from.
+  servers: Type.Optional(Type.Array(ServerSchema, { errorMessage: 'must be an array of { url, description?, variables? }' }))
+})
+
+export type DocsOptions = Partial<typeof DocsOptionsSchema.static>
 
 /** Where Swagger UI and the OpenAPI document are served: the service's only HTML. */
 export const DOCS_PREFIX = '/docs'
@@ -78,19 +103,19 @@ const cachedForAWeek: onSendHookHandler = function cachedForAWeek (_request, rep
 
 /** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept and gets plinth's routes. */
 async function docsPlugin (app: App, opts: DocsOptions) {
+  const { title, version, description, servers } = readOptions(DocsOptionsSchema, opts, InvalidDocsOptions)
   if (app.hasDecorator('swagger')) {
-    app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')
+    const unused = Object.keys(DocsOptionsSchema.properties).filter((name) => name in opts)
+    if (unused.length > 0) app.log.warn(`docs: the app has its own @fastify/swagger, which sets the document's ${unused.join(', ')}: docsPlugin's are not used`)
+    else app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')
     return
   }
   assertBeforeRoutes(app, 'plinth-docs', '@fastify/swagger documents only the routes added after it')
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: {
-        title: opts.title ?? 'plinth',
-        description: 'Accounts and sessions, an item catalog and generic resources, under /api/v1.',
-        version: '0.1.0'
-      }
+      info: { title, description, version },
+      ...(servers ? { servers } : {})
     },
     // Shared schemas keep their `$id` as component name: `#/components/schemas/Problem`, not `def-0`.
     refResolver: {

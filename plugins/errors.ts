@@ -3,7 +3,10 @@ import type { Socket } from 'node:net'
 import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isDatabaseUnavailable, isRefusedValue, refusedField, serverBusyIn, sqlState } from '../db/errors.js'
+import {
+  constraintColumns, constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, serverBusyIn, sqlState,
+  type ConstraintColumns, type ConstraintViolation
+} from '../db/errors.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 import { FORMAT_MESSAGES, unstorableText } from '../schemas/storable.js'
@@ -40,6 +43,49 @@ export function inputError (code: string) {
 
 export function problem (status: number, code: string, detail: string): Problem {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code }
+}
+
+type ProblemParts = ValidationProblem['errors']
+
+// One class for the errors a host throws with codes of its own: the handler reads `statusCode`, `code` and `errors`.
+const HostProblem = createError('PLINTH_PROBLEM', '%s')
+
+/** An error that plinth's error handler answers as the problem document of `status`, `code` and `detail`. */
+export function problemError (status: number, code: string, detail: string): FastifyError {
+  return Object.assign(new HostProblem(detail), { code, statusCode: status })
+}
+
+/**
+ * A 422 like a schema's, `errors[]` naming each part of the request that is wrong:
+ * `throw validationError({ '/body/title': 'is reserved' })`.
+ */
+export function validationError (errors: Record<string, string>, code = 'VALIDATION_FAILED'): FastifyError {
+  const parts = Object.entries(errors).map(([path, message]) => ({ path, message }))
+  return Object.assign(problemError(422, code, parts.map(({ path, message }) => `${path} ${message}`).join('; ')), { errors: parts })
+}
+
+/** A 409: the request conflicts with the state of the data. */
+export const conflictError = (code: string, detail: string) => problemError(409, code, detail)
+
+/** A 403: the caller is known and may not do this. */
+export const forbiddenError = (code: string, detail: string) => problemError(403, code, detail)
+
+/** A 404: nothing there, or nothing this caller may see. */
+export const notFoundError = (code: string, detail: string) => problemError(404, code, detail)
+
+const isPart = (part: unknown): part is ProblemParts[number] =>
+  typeof (part as { path?: unknown })?.path === 'string' && typeof (part as { message?: unknown }).message === 'string'
+
+/** The parts a thrown 422 names: its `errors` of paths and messages (validationError's), else none. */
+function partsOf (error: FastifyError): ProblemParts {
+  const { errors } = error as { errors?: unknown }
+  return Array.isArray(errors) ? errors.filter(isPart).map(({ path, message }) => ({ path, message })) : []
+}
+
+/** The status an error was thrown with: Fastify's `statusCode`, or the `status` of http-errors and its kin. */
+function statusOf (error: FastifyError): number {
+  const { status } = error as { status?: unknown }
+  return error.statusCode ?? (typeof status === 'number' ? status : 500)
 }
 
 function pointer (context: string | undefined, error: ValidationError): string {
@@ -81,13 +127,16 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
     request.log.warn({ err: withoutValues(error) }, 'database unavailable')
     return problem(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly')
   }
-  const status = error.statusCode ?? 500
+  const status = statusOf(error)
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Content type "${request.headers['content-type']}" is not supported here`)
   }
   // Client errors, and deliberate coded server errors such as a 503, pass through as thrown.
   if ((status >= 400 && status < 500) || (status > 500 && status < 600 && error.code)) {
-    return problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
+    const body = problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
+    body.detail ||= body.title
+    // Every 422 has errors[], as the routes' 422 schema says, even one a host's hook threw without naming a part.
+    return status === 422 ? { ...body, errors: partsOf(error) } : body
   }
   // Anything else is our fault: the log gets the error, the client a generic line it can quote.
   request.log.error({ err: withoutValues(error) }, 'unhandled error')
@@ -122,6 +171,57 @@ export function withoutValues (error: unknown, depth = 0): unknown {
   return copy
 }
 
+/**
+ * Where a constraint's columns are in this request: the body's fields it names (or all of them, for a field left
+ * out that must not be), else the body, else the request.
+ */
+function constraintPaths (request: FastifyRequest, columns: string[], leftOut = false): string[] {
+  const body = request.body
+  if (body === undefined || body === null) return ['/request']
+  const named = leftOut ? columns : typeof body === 'object' ? columns.filter((column) => column in body) : []
+  return named.length > 0 ? named.map((column) => `/body/${column}`) : ['/body']
+}
+
+const quoted = (name: string | undefined) => name === undefined ? '' : ` "${name}"`
+
+function constraintValidationProblem (request: FastifyRequest, paths: string[], message: string): ValidationProblem {
+  const errors = paths.map((path) => ({ path, message }))
+  return { ...problem(422, 'VALIDATION_FAILED', errors.map(({ path }) => `${path} ${message}`).join('; ')), errors }
+}
+
+/**
+ * A write a constraint refused: a duplicate key, or a row still referenced, is 409; a reference to no row, a CHECK or
+ * a NOT NULL is the client's 422. Each names the constraint and its columns, never the values (PostgreSQL's `detail`).
+ */
+function constraintProblem (request: FastifyRequest, violation: ConstraintViolation, { columns, references }: ConstraintColumns) {
+  const { kind, constraint, table = 'the table' } = violation
+  if (kind === 'unique') {
+    const fields = columns.length === 0 ? 'these values' : `this ${columns.join(' and ')}`
+    return problem(409, 'UNIQUE_VIOLATION', `Another row of ${table} already has ${fields} (unique constraint${quoted(constraint)})`)
+  }
+  if (kind === 'foreign_key') {
+    const paths = constraintPaths(request, columns)
+    // A create, or a write that sets the key, points at no row; any other write (a delete above all) would leave rows pointing at nothing.
+    if (request.method !== 'POST' && !paths[0]!.startsWith('/body/')) {
+      const from = columns.length === 0 ? table : `${table} (${columns.join(', ')})`
+      return problem(409, 'FOREIGN_KEY_VIOLATION', `This row is still referenced from ${from} (foreign key constraint${quoted(constraint)})`)
+    }
+    return constraintValidationProblem(request, paths, `must match a row of ${references ?? 'the table it references'} (foreign key constraint${quoted(constraint)})`)
+  }
+  if (kind === 'check') return constraintValidationProblem(request, constraintPaths(request, columns), `is refused by the check constraint${quoted(constraint)} of ${table}`)
+  return constraintValidationProblem(request, constraintPaths(request, columns, true), `must have a value: the column is NOT NULL in ${table}`)
+}
+
+/** The problem of a refused write, its columns read from the catalogs of plinth's database, when there is one that answers. */
+async function constraintAnswer (request: FastifyRequest, violation: ConstraintViolation) {
+  // Named, never valued: which constraint refuses writes is worth a line, even if it is the client's error.
+  request.log.info({ constraint: violation.constraint, table: violation.table, kind: violation.kind }, 'a constraint refused the write')
+  const server = request.server
+  const none: ConstraintColumns = { columns: violation.column === undefined ? [] : [violation.column] }
+  const columns = server.hasDecorator('plinthDb') ? await constraintColumns(server.plinthDb.db, violation).catch(() => none) : none
+  return constraintProblem(request, violation, columns)
+}
+
 function sendProblem (reply: FastifyReply, body: Problem) {
   if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
   if (body.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5')
@@ -132,6 +232,8 @@ function sendProblem (reply: FastifyReply, body: Problem) {
 export function problemErrorHandler (this: unknown, thrown: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
   // A query refused under overload reaches here wrapped by Drizzle.
   const error = serverBusyIn(thrown) ?? thrown
+  const violation = constraintViolation(error)
+  if (violation !== undefined) return constraintAnswer(request, violation).then((body) => sendProblem(reply, body))
   const body = toProblem(error, request)
   // A client error, or a coded server error passed through, may carry the headers that explain it (WWW-Authenticate, Retry-After).
   if (error.headers && (body.status < 500 || body.code === error.code)) reply.headers(error.headers)

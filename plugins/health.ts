@@ -7,6 +7,7 @@ import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
 import { documentRoutes } from './docs.js'
 import { neverShed } from './overload.js'
+import { trailingSlashAliases } from './trailing-slash.js'
 
 const READY_TIMEOUT_MS = 2000
 
@@ -28,6 +29,7 @@ async function within (ms: number, check: () => Promise<void>) {
 const health: FastifyPluginAsyncTypebox = async (app) => {
   addSchemas(app, [ProblemSchema, HealthSchema])
   documentRoutes(app)
+  trailingSlashAliases(app)
   // The probes that arrive in one event-loop turn share one ping: its answer is as fresh for all.
   const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.plinthDb.ping()), (key) => key)
 

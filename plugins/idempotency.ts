@@ -28,6 +28,17 @@ const KEPT_HEADERS = ['content-type', 'location', 'etag']
 /** The URL of the row a POST to this collection created. */
 export const locationOf = (request: FastifyRequest, id: number) => `${request.url.split('?')[0]!.replace(/\/$/, '')}/${id}`
 
+/** `value` with every object's keys sorted, at any depth: one JSON value has one text, whatever order its keys were sent in. */
+function canonical (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical((value as Record<string, unknown>)[key])]))
+}
+
+/** What a key names: the method, the path and the body as a JSON value, not as the text it was sent in. */
+const fingerprintOf = (request: FastifyRequest) =>
+  createHash('sha256').update(`${request.method} ${request.url.split('?')[0]!}\n${JSON.stringify(canonical(request.body))}`).digest('base64url')
+
 /** A key is per user, or per client address for a request without one. */
 const scopeOf = (request: FastifyRequest) => {
   const account = (request as { account?: { id: number } | null }).account
@@ -44,7 +55,7 @@ export function idempotentCreates (db: Database, ttlHours: number) {
     const key = request.headers['idempotency-key']
     if (typeof key !== 'string') return
     const scope = scopeOf(request)
-    const fingerprint = createHash('sha256').update(`${request.method} ${request.url.split('?')[0]!}\n${JSON.stringify(request.body)}`).digest('base64url')
+    const fingerprint = fingerprintOf(request)
     const claim = await store.claim(scope, key, fingerprint, ttlMs)
     if (claim.claimed) {
       claims.set(request, { scope, key })

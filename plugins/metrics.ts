@@ -5,6 +5,7 @@ import { levels } from 'pino'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { serverBusyIn, type ShedReason } from '../db/errors.js'
 import { shown } from './options.js'
+import { canonicalUrl } from './trailing-slash.js'
 import type { App } from './validation.js'
 
 export const InvalidMetricsOptions = createError('PLINTH_INVALID_METRICS_OPTIONS', 'metricsPlugin: %s')
@@ -130,8 +131,8 @@ async function metricsPlugin (app: App, opts: MetricsOptions) {
   if (processMetrics && registry.getSingleMetric('process_cpu_seconds_total') === undefined) collectDefaultMetrics({ register: registry })
 
   app.addHook('onResponse', (request, reply, done) => {
-    // The template, never the path: one series per route whatever the ids.
-    const route = request.routeOptions.url ?? 'unmatched'
+    // The template, never the path: one series per route whatever the ids, its trailing-slash alias included.
+    const route = request.routeOptions.url === undefined ? 'unmatched' : canonicalUrl(request.routeOptions.url)
     durations.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     if (reply.statusCode === 429) throttled.inc({ route })
     done()

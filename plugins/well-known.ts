@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { GRANT_TYPES } from '../schemas/token.js'
 import { documentRoutes } from './docs.js'
 import { readOptions } from './options.js'
+import { trailingSlashAliases } from './trailing-slash.js'
 import type { App } from './validation.js'
 
 export const InvalidWellKnownOptions = createError('WELL_KNOWN_INVALID_OPTIONS', 'well-known plugin: %s')
@@ -30,6 +31,7 @@ async function wellKnown (app: App, opts: WellKnownOptions) {
   const { accountsPrefix, publicUrl, scopes } = readOptions(WellKnownOptionsSchema, opts, InvalidWellKnownOptions)
   const jwks = app.plinthTokens.jwks
   documentRoutes(app)
+  trailingSlashAliases(app)
   // Without PUBLIC_URL the issuer follows the Host header, which a client may set: fine for
   // discovery behind a proxy that fixes Host, not for anything that pins the issuer.
   const origin = (request: FastifyRequest) => publicUrl ?? `${request.protocol}://${request.host}`

@@ -26,13 +26,31 @@ export type ValidationProblem = Static<typeof ValidationProblemSchema>
 /** A status with its example code and detail, and what it means on this route when that differs from the usual. */
 export type ProblemExample = [status: number, code: string, detail: string, when?: string]
 
+/** The 409 of a write a constraint of the table refused, which any route that writes rows may answer. */
+export const ConstraintConflict: ProblemExample = [409, 'UNIQUE_VIOLATION', 'Another row of tasks already has this code (unique constraint "tasks_code_key")',
+  'A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION)']
+
+function withMeaning (entry: number | ProblemExample): Required<ProblemExample> {
+  const [status, code, detail, when] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] as const : entry
+  return [status, code, detail, when ?? WHEN[status] ?? 'Error']
+}
+
+/** The meanings of a status named more than once, in one description: the first's example stands for them all. */
+function merged (entries: Array<Required<ProblemExample>>): Array<Required<ProblemExample>> {
+  const byStatus = new Map<number, Required<ProblemExample>>()
+  for (const entry of entries) {
+    const first = byStatus.get(entry[0])
+    byStatus.set(entry[0], first ? [first[0], first[1], first[2], `${first[3]}; or ${entry[3][0]!.toLowerCase()}${entry[3].slice(1)}`] : entry)
+  }
+  return [...byStatus.values()]
+}
+
 /** Error responses as `application/problem+json`, each with an example of its own status (a shared one would show `status: 400` everywhere). */
 export function problemResponses (...statuses: Array<number | ProblemExample>) {
-  return Object.fromEntries(statuses.map((entry) => {
-    const [status, code, detail, when] = typeof entry === 'number' ? [entry, ...EXAMPLES[entry] ?? ['ERROR', 'Error']] : entry
+  return Object.fromEntries(merged(statuses.map(withMeaning)).map(([status, code, detail, when]) => {
     const example = { type: 'about:blank', title: STATUS_CODES[status], status, detail, code }
     return [status, {
-      description: when ?? WHEN[status] ?? 'Error',
+      description: when,
       // The media type the error handler sends; Fastify picks the serializer by it too.
       content: {
         'application/problem+json': {

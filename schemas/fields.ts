@@ -113,6 +113,12 @@ function storable (value: JsonSchema, kind: FieldKind): JsonSchema {
   return value
 }
 
+/** `readOnly`: set by its default or by the host's own code, never by a body, which has it stripped. */
+export const isReadOnly = (field: Field) => field.value.readOnly === true
+
+/** `writeOnly`: taken from bodies, and never in an answer, nor a filter or a sort that would tell it. */
+export const isWriteOnly = (field: Field) => field.value.writeOnly === true
+
 function readField (name: string, schema: JsonSchema, required: boolean): Field {
   if (!FIELD_NAME.test(name)) throw new FieldError('a field name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters')
   if (SERVER_FIELDS.includes(name)) throw new FieldError(`${SERVER_FIELDS.join(', ')} are set by the server`)
@@ -126,6 +132,10 @@ function readField (name: string, schema: JsonSchema, required: boolean): Field 
   const field: Field = { name, kind, value: storable(value, kind), nullable, optional: !required }
   if (fallback !== undefined) field.default = fallback
   if (Array.isArray(value.enum)) field.enum = value.enum as string[]
+  if (isReadOnly(field) && isWriteOnly(field)) throw new FieldError('a field is readOnly or writeOnly, not both')
+  if (isReadOnly(field) && !nullable && required && fallback === undefined) {
+    throw new FieldError('a readOnly field is never taken from a body, so a required one needs a default; give it one, or make it optional')
+  }
   return field
 }
 
@@ -157,14 +167,14 @@ const unsafe = (schema: JsonSchema) => Type.Unsafe(schema)
  * A field's schema in a body: an object is also bounded to what jsonb stores, and in depth, so one client's value
  * cannot fail the batch it shares with others. Added here, not kept in `value`: stored definitions predate it.
  */
-function bodyFieldSchema (field: Field): JsonSchema {
+export function bodyFieldSchema (field: Field): JsonSchema {
   const schema = fieldSchema(field)
   return field.kind === 'jsonb' ? { ...schema, 'x-jsonb': { maxDepth: MAX_OBJECT_DEPTH } } : schema
 }
 
-/** The create body, which is also PUT's (a full replace): a field left out takes its default. Unknown properties are stripped, and nothing is coerced. */
+/** The create body, which is also PUT's (a full replace): a field left out takes its default. Unknown and readOnly properties are stripped, and nothing is coerced. */
 export function createBodySchema (name: string, fields: Field[]) {
-  const properties = Object.fromEntries(fields.map((field) => {
+  const properties = Object.fromEntries(fields.filter((field) => !isReadOnly(field)).map((field) => {
     const schema = unsafe({ ...bodyFieldSchema(field), ...(field.default !== undefined ? { default: field.default } : {}) })
     return [field.name, field.optional || field.default !== undefined ? Type.Optional(schema) : schema]
   }))
@@ -173,14 +183,14 @@ export function createBodySchema (name: string, fields: Field[]) {
 
 /** The PATCH body: every field optional and without default, so only what is sent changes. */
 export function patchBodySchema (name: string, fields: Field[]) {
-  const properties = Object.fromEntries(fields.map((field) => [field.name, Type.Optional(unsafe(bodyFieldSchema(field)))]))
+  const properties = Object.fromEntries(fields.filter((field) => !isReadOnly(field)).map((field) => [field.name, Type.Optional(unsafe(bodyFieldSchema(field)))]))
   return Type.Object(properties, { additionalProperties: false, title: `${pascalName(name)}Patch` })
 }
 
 /** A field always present in a row: required, defaulted or nullable (an unset optional field is left out). */
 export const alwaysPresent = (field: Field) => !field.optional || field.default !== undefined || field.nullable
 
-/** The row: server-set `id`, `created_at`, `updated_at` (and `owner_id` in owner mode), then the fields. */
+/** The row: server-set `id`, `created_at`, `updated_at` (and `owner_id` in owner mode), then the fields but the writeOnly ones. */
 export function rowSchema (name: string, fields: Field[], { owner = false }: { owner?: boolean } = {}) {
   const id = `${pascalName(name)}Record`
   const properties: TProperties = {
@@ -189,7 +199,7 @@ export function rowSchema (name: string, fields: Field[], { owner = false }: { o
     updated_at: Timestamp({ description: 'Set by the server on every write' }),
     ...(owner ? { owner_id: Id({ description: 'The user who created the row' }) } : {})
   }
-  for (const field of fields) {
+  for (const field of fields.filter((candidate) => !isWriteOnly(candidate))) {
     const { default: _, ...schema } = fieldSchema(field)
     properties[field.name] = alwaysPresent(field) ? unsafe(schema) : Type.Optional(unsafe(schema))
   }

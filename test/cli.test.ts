@@ -1,41 +1,22 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { eq, getTableName, is, sql, type SQL } from 'drizzle-orm'
 import { PgTable } from 'drizzle-orm/pg-core'
 import t, { type Test } from 'tap'
 import { buildApp, type App } from '../app.js'
-import { ConfigSchema } from '../config.js'
 import { connect, type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
 import { loadSigningKeys, thumbprint } from '../plugins/auth/keys.js'
 import { verifyPassword } from '../plugins/auth/passwords.js'
 import { DEFAULT_RATE_LIMITS, PASSWORD, build, login, register } from './support/app.js'
+import { baseEnv, command, plinth } from './support/cli.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
 import { httpRequest } from './support/http.js'
 
-const cliTs = new URL('../cli.ts', import.meta.url).pathname
-// As test/support/server-process.ts does for server.ts: the same TypeScript loader, none of our settings.
-const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in ConfigSchema.properties)))
-const command = [process.execPath, ...loader, cliTs]
 const UNREACHABLE = 'postgres://plinth@127.0.0.1:1/none'
-
-interface Run { code: number | null, stdout: string, stderr: string }
-
-/** `plinth ...args` in a child process, `input` piped to its stdin and then closed. */
-async function plinth (args: string[], { env = {}, input = '' }: { env?: Record<string, string>, input?: string } = {}): Promise<Run> {
-  const child = spawn(command[0]!, [...command.slice(1), ...args], { env: { ...baseEnv, ...env } })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  child.stdin.end(input)
-  const [code] = await once(child, 'close') as [number | null]
-  return { code, stdout, stderr }
-}
 
 const exists = (path: string) => stat(path).then(() => true, () => false)
 
@@ -81,6 +62,16 @@ async function untouched (t: Test) {
 
 const commandNames = ['serve', 'migrate', 'create-superuser', 'create-user', 'openapi']
 
+const { repository } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+const DOCS = `${String(repository.url).replace(/^git\+/, '').replace(/\.git$/, '')}/blob/main/docs/`
+
+/** Every docs/*.md a help names must be a URL of the repository's docs: the package ships no docs/ to open. */
+function docsByUrl (t: Test, help: string, name: string) {
+  const mentions = [...help.matchAll(/(\S*)docs\/[\w-]+\.md/g)]
+  for (const [mention, before] of mentions) t.equal(`${before}docs/`, DOCS, `${name}: ${mention} is a URL`)
+  return mentions.length
+}
+
 t.test('--help is usage on stdout with 0; no command or an unknown one, usage on stderr with 2', async (t) => {
   const [help, short, none, unknown] = await Promise.all([plinth(['--help']), plinth(['-h']), plinth([]), plinth(['frobnicate'])])
   t.equal(help.code, 0)
@@ -90,6 +81,7 @@ t.test('--help is usage on stdout with 0; no command or an unknown one, usage on
   t.match(help.stdout, /create-user --email EMAIL \[options\]/)
   t.match(help.stdout, /plinth <command> --help/)
   t.match(help.stdout, /plinth --version/)
+  t.equal(docsByUrl(t, help.stdout, 'plinth --help'), 1, 'it points at the configuration')
   t.equal(help.stderr, '')
   t.same(short, help, '-h is --help')
   t.same([none.code, none.stdout], [2, ''])
@@ -123,7 +115,12 @@ t.test('<command> --help prints that command\'s own usage with 0 and runs nothin
     t.same(short, long, `${name}: -h is --help`)
   })
   t.equal(new Set(helps.values()).size, commandNames.length, 'a different text for each')
-  for (const name of ['serve', 'migrate', 'openapi']) t.match(helps.get(name), /\nOptions:\n {2}none \(-h, --help prints this help\)\n/)
+  t.ok(commandNames.reduce((sum, name) => sum + docsByUrl(t, helps.get(name)!, name), 0) >= 4, 'they point at the docs')
+  t.match(helps.get('serve'), /\nOptions:\n {2}none \(-h, --help prints this help\)\n/)
+  for (const name of ['migrate', 'openapi']) {
+    t.match(helps.get(name), new RegExp(`^Usage: plinth ${name} \\[--app MODULE\\]\\n`), `${name} takes --app`)
+    t.match(helps.get(name), /\n {2}--app MODULE +a host app: a module whose buildApp export/, `${name}: --app is described`)
+  }
   const superuser = helps.get('create-superuser')
   t.match(superuser, /^Usage: plinth create-superuser --email EMAIL\n/)
   t.match(superuser, /\n {2}--email EMAIL +\S/, '--email is described')
@@ -160,6 +157,7 @@ t.test('keys generate prints a new private JWK the server signs with; another al
   t.match(word.stderr, /^plinth: keys: expected "keys generate"/)
   t.equal(word.code, 2)
   t.match(help.stdout, /^Usage: plinth keys generate \[--algorithm ALG\]\n/)
+  t.equal(docsByUrl(t, help.stdout, 'keys'), 1)
 })
 
 t.test('secret generate prints a new SECRET_KEY of 32 random bytes, which the server boots with', async (t) => {
@@ -174,6 +172,7 @@ t.test('secret generate prints a new SECRET_KEY of 32 random bytes, which the se
   t.same([word.code, word.stdout], [2, ''])
   t.match(word.stderr, /^plinth: secret: expected "secret generate"/)
   t.match(help.stdout, /^Usage: plinth secret generate\n/)
+  t.equal(docsByUrl(t, help.stdout, 'secret'), 1)
   const app = await build(t, { SECRET_KEY: key })
   await register(app, 'secret@example.com')
   const { headers } = await login(app, 'secret@example.com')
@@ -269,14 +268,18 @@ t.test('an unreachable database or a bad setting is one line on stderr and exit 
   t.match(badSetting.stderr, /^plinth: invalid configuration: RESOURCES: "users" is a table of the service [^\n]*\n$/)
 })
 
-t.test('openapi prints the document the server serves, without a database', async (t) => {
-  const env = { RESOURCES: 'records,notes', DATABASE_URL: UNREACHABLE }
-  const [run, app] = await Promise.all([plinth(['openapi'], { env }), build(t, { RESOURCES: ['records', 'notes'], ...DEFAULT_RATE_LIMITS })])
+t.test('openapi prints the document the server serves, RESOURCES_FILE\'s resources included, without a database', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-cli-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const RESOURCES_FILE = `${dir}/resources.json`
+  await writeFile(RESOURCES_FILE, JSON.stringify({ tasks: { fields: { type: 'object', required: ['title'], properties: { title: { type: 'string' } } } } }))
+  const env = { RESOURCES: 'records,notes', RESOURCES_FILE, DATABASE_URL: UNREACHABLE }
+  const [run, app] = await Promise.all([plinth(['openapi'], { env }), build(t, { RESOURCES: ['records', 'notes'], RESOURCES_FILE, ...DEFAULT_RATE_LIMITS })])
   t.equal(run.code, 0, run.stderr)
   t.equal(run.stderr, '')
   const doc = JSON.parse(run.stdout)
   t.match(doc.openapi, /^3\.1\.\d+$/)
-  for (const path of ['/api/v1/health', '/api/v1/auth/login', '/api/v1/users/me', '/api/v1/items/{item_id}', '/api/v1/notes/{notes_id}']) {
+  for (const path of ['/api/v1/health', '/api/v1/auth/login', '/api/v1/users/me', '/api/v1/items/{item_id}', '/api/v1/notes/{notes_id}', '/api/v1/tasks/{tasks_id}']) {
     t.ok(doc.paths[path], `has ${path}`)
   }
   const served = await app.inject({ method: 'GET', url: '/docs/json' })
@@ -302,16 +305,26 @@ t.test('openapi into a reader that stops early (| head) still exits 0, with noth
 const url = await newDatabase(t)
 const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table))
 
-t.test('migrate on a new database applies every migration and creates the RESOURCES tables', async (t) => {
+const driver = TEST_DATABASE_URL ? 'postgres' : 'pglite'
+const journal = JSON.parse(await readFile(new URL('../db/migrations/meta/_journal.json', import.meta.url), 'utf8'))
+const migrations = `${journal.entries.length} migrations`
+
+t.test('migrate on a new database applies every migration and creates the RESOURCES tables, and says so', async (t) => {
   const run = await plinth(['migrate'], { env: { DATABASE_URL: url, RESOURCES: 'records,notes' } })
-  t.same(run, { code: 0, stdout: `migrations applied, resource tables ready: records, notes (${TEST_DATABASE_URL ? 'postgres' : 'pglite'})\n`, stderr: '' })
-  const journal = JSON.parse(await readFile(new URL('../db/migrations/meta/_journal.json', import.meta.url), 'utf8'))
+  t.same(run, { code: 0, stdout: `applied ${migrations}; created the tables records, notes (${driver})\n`, stderr: '' })
   const client = await connect(url)
   t.teardown(() => client.close())
   const tables = await rows<{ name: string }>(client, sql`select table_name as name from information_schema.tables where table_schema = 'public'`)
   t.same(tables.map((row) => row.name).sort(), [...declared, 'notes', 'records'].sort())
   const [applied] = await rows<{ n: number }>(client, sql`select count(*)::int as n from drizzle.__drizzle_migrations`)
   t.equal(applied?.n, journal.entries.length)
+})
+
+t.test('migrate run again says it had nothing to do; a new resource, that it created its table alone', async (t) => {
+  const again = await plinth(['migrate'], { env: { DATABASE_URL: url, RESOURCES: 'records,notes' } })
+  t.same(again, { code: 0, stdout: `nothing to do: ${migrations} applied before; records, notes up to date (${driver})\n`, stderr: '' })
+  const more = await plinth(['migrate'], { env: { DATABASE_URL: url, RESOURCES: 'records,notes,extra' } })
+  t.same(more, { code: 0, stdout: `created the table extra; records, notes up to date (${driver})\n`, stderr: '' })
 })
 
 let adaRefreshToken = ''

@@ -1,5 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { TSchema } from '@sinclair/typebox'
 import t from 'tap'
-import { ConfigError, loadConfig, resolveConfig } from '../config.js'
+import { generateKey } from '../plugins/auth/keys.js'
+import { ConfigError, ConfigSchema, checkSigningKeys, loadConfig, resolveConfig } from '../config.js'
 
 t.test('an empty environment gives the documented defaults', async (t) => {
   t.same(loadConfig({}), {
@@ -21,6 +26,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     MAX_PAGE_LIMIT: 100,
     CREATE_TABLES_ON_STARTUP: true,
     RESOURCES: ['records'],
+    CATALOG: true,
     TRUST_PROXY: false,
     PASSWORD_MIN_LENGTH: 8,
     LOGIN_MAX_FAILURES: 10,
@@ -131,4 +137,93 @@ t.test('resolveConfig takes typed settings and fills in defaults', async (t) => 
   t.equal(config.MAX_PAGE_LIMIT, 5)
   t.equal(config.PORT, 8000)
   t.throws(() => resolveConfig({ PORT: -1 }), /^PORT: /)
+})
+
+t.test('a configuration error shows a URL without its password', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ DATABASE_URL: 'mysql://admin:pw-s3cret@db.example.com/app' }, '(got "mysql://admin:***@db.example.com/app")'],
+    // An unencoded "@", "/" or "#" in the password: everything up to the host's "@" is hidden.
+    [{ DATABASE_URL: 'mysql://admin:pw@s3c/r#et@db.example.com/app' }, '(got "mysql://admin:***@db.example.com/app")'],
+    [{ DATABASE_URL: 'mysql://admin:pw s3cret@db.example.com/app' }, '(got "mysql://admin:***@db.example.com/app")'],
+    [{ SMTP_URL: 'smtp2://mailer:pw-s3cret@smtp.example.com' }, '(got "smtp2://mailer:***@smtp.example.com")'],
+    [{ PORT: 'http://admin:pw-s3cret@example.com' }, '(got "http://admin:***@example.com")']
+  ]
+  for (const [env, got] of cases) {
+    const error = t.throws(() => loadConfig(env), ConfigError) as Error
+    t.ok(error.message.endsWith(got), error.message)
+    t.notMatch(error.message, /s3c/)
+  }
+})
+
+t.test('DATABASE_URL=pglite:// without a folder is refused; memory:// is the database in memory', async (t) => {
+  for (const url of ['pglite://', 'pglite://  ']) {
+    t.throws(() => loadConfig({ DATABASE_URL: url }), {
+      message: 'DATABASE_URL: pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit'
+    }, JSON.stringify(url))
+  }
+  t.equal(loadConfig({ DATABASE_URL: 'memory://' }).DATABASE_URL, 'memory://')
+})
+
+t.test('checkSigningKeys refuses a missing or unfit key, naming the variable to fix', async (t) => {
+  const ed = JSON.stringify(generateKey('EdDSA'))
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ JWT_ALGORITHM: 'EdDSA' }, /^JWT_ALGORITHM: EdDSA needs a privateKey \(JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE\)/],
+    [{ JWT_PRIVATE_KEY: ed }, /^JWT_ALGORITHM: privateKey and previousKeys are for EdDSA and ES256/],
+    [{ JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: ed }, /^JWT_PRIVATE_KEY: privateKey is not an EC key on P-256/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed, JWT_PREVIOUS_KEYS: 'not json' }, /^JWT_PREVIOUS_KEYS: previousKeys must be a JWK Set/]
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => checkSigningKeys(loadConfig(env)), { code: 'PLINTH_INVALID_CONFIG', message }, Object.keys(env).join(','))
+  }
+  const dir = await mkdtemp('/tmp/plinth-config-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'key.pem')
+  await writeFile(file, 'not a key')
+  t.throws(() => checkSigningKeys(loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY_FILE: file })), { message: /^JWT_PRIVATE_KEY_FILE: privateKey is not a PEM or JWK key/ })
+  t.doesNotThrow(() => checkSigningKeys(loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed })))
+  t.doesNotThrow(() => checkSigningKeys(loadConfig({})), 'HS256 without SECRET_KEY: a random key, with a warning')
+})
+
+// docs/configuration.md is the reference a user reads: it must say what ConfigSchema does.
+const docs = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8')
+const section = (title: string) => docs.slice(docs.indexOf(`## ${title}\n`)).split(/\n## /)[0]!
+const properties = ConfigSchema.properties as Record<string, TSchema>
+
+/** The rows of the table of variables: the variables a row names, and the default each is given there. */
+function documentedDefaults (): Array<[string, string]> {
+  return section('Variables').split('\n').filter((line) => line.startsWith('| `')).flatMap((line) => {
+    const [names = '', defaults = ''] = line.slice(2).split(' | ')
+    const variables = [...names.matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1]!)
+    const each = defaults.split(' / ')
+    return variables.map((name, i): [string, string] => [name, each.length === variables.length ? each[i]! : defaults])
+  })
+}
+
+/** A schema default as the table writes it. */
+const shown = (value: unknown) => Array.isArray(value) ? (value.length === 0 ? 'empty' : `\`${value.join(',')}\``) : `\`${String(value)}\``
+
+t.test('docs/configuration.md lists every setting of ConfigSchema, and no other, with its default', async (t) => {
+  const rows = documentedDefaults()
+  t.same(rows.map(([name]) => name).sort(), Object.keys(properties).sort(), 'the same variables')
+  for (const [name, cell] of rows) {
+    const fallback = properties[name]?.default
+    if (fallback === undefined) t.notMatch(cell, /^`[^`]*`$/, `${name}: no default, so none is shown`)
+    else t.ok(cell.startsWith(shown(fallback)), `${name}: ${shown(fallback)}`, { cell })
+  }
+})
+
+t.test('docs/configuration.md names every boolean, and only those, where it says how booleans are written', async (t) => {
+  const list = /Booleans \(([^)]*)\) accept/.exec(section('Booleans'))?.[1] ?? ''
+  const named = [...list.matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1])
+  const booleans = Object.entries(properties).filter(([, schema]) => schema.type === 'boolean').map(([name]) => name)
+  t.same(named.sort(), booleans.sort())
+})
+
+t.test('every environment variable the product reads beside config.ts is in docs/configuration.md', async (t) => {
+  const root = new URL('../', import.meta.url)
+  const sources = ['', 'plugins/', 'plugins/auth/', 'routes/accounts/', 'routes/catalog/', 'routes/resources/', 'db/', 'mail/', 'schemas/']
+    .flatMap((dir) => readdirSync(new URL(dir, root)).filter((file) => file.endsWith('.ts') && file !== 'config.ts').map((file) => `${dir}${file}`))
+  const read = sources.flatMap((file) => [...readFileSync(new URL(file, root), 'utf8').matchAll(/process\.env\.([A-Z0-9_]+)/g)].map((match) => [file, match[1]!]))
+  t.ok(read.length > 0, 'tracing reads OpenTelemetry\'s own variables')
+  for (const [file, name] of read) t.match(docs, `\`${name}\``, `${name}, read in ${file}`)
 })

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
@@ -58,6 +61,36 @@ t.test('the tarball holds the product only: compiled JavaScript, declarations an
   t.same(files.filter((file) => !product(file)), [], 'nothing but package.json, README.md, LICENSE and dist/')
   t.same(files.filter((file) => /^(dist\/)?(bench|test|scripts|build)\/|\.map$|tsbuildinfo|generate/.test(file)), [],
     'no bench, tests, scripts, source maps, build info or client generator')
+})
+
+t.test('the published manifest has no script for npm to run at install, and none naming the unshipped scripts/', async (t) => {
+  // What npm 11 lists for allowScripts at an install: a package with none installs silently.
+  const install = ['preinstall', 'install', 'postinstall', 'prepublish', 'preprepare', 'prepare', 'postprepare']
+  t.same(install.filter((name) => pkg.scripts[name] !== undefined), [], 'no install lifecycle script')
+  t.notOk((await packedFiles()).some((file) => file.startsWith('scripts/')), 'scripts/ is not shipped')
+  for (const [name, script] of Object.entries(pkg.scripts as Record<string, string>)) {
+    t.notMatch(script, /(^|[\s"'])scripts\//, `${name} runs no file of scripts/`)
+  }
+})
+
+t.test('npm ci && npm start on a fresh clone builds dist/ first, and a built one is not built again', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'plinth-fresh-clone-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  // The repository's own start and pretest hooks, with a build that records each run instead of compiling.
+  const build = 'node -e "const fs = require(\'node:fs\'); fs.mkdirSync(\'dist\', { recursive: true }); fs.writeFileSync(\'dist/server.js\', \'console.log(1)\'); fs.appendFileSync(\'builds\', \'x\')"'
+  await writeFile(join(dir, 'package.json'), JSON.stringify({
+    name: 'fresh-clone', private: true, scripts: { prestart: pkg.scripts.prestart, start: 'node dist/server.js', pretest: pkg.scripts.pretest, test: 'node dist/server.js', build }
+  }))
+  const npm = (script: string) => promisify(execFile)('npm', [script, '--silent'], { cwd: dir })
+  const builds = () => readFile(join(dir, 'builds'), 'utf8').catch(() => '')
+  t.equal((await npm('start')).stdout.trim(), '1', 'npm start on a fresh clone: built, then started')
+  t.equal(await builds(), 'x', 'one build')
+  t.equal((await npm('start')).stdout.trim(), '1')
+  t.equal((await npm('test')).stdout.trim(), '1')
+  t.equal(await builds(), 'x', 'dist/ there: no build again')
+  await rm(join(dir, 'dist'), { recursive: true })
+  t.equal((await npm('test')).stdout.trim(), '1', 'npm test builds a missing dist/ too')
+  t.equal(await builds(), 'xx')
 })
 
 t.test('the tarball\'s bin is a script node can run', async (t) => {

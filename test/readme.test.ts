@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { startServer } from './support/server-process.js'
@@ -8,19 +8,48 @@ import { startServer } from './support/server-process.js'
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const block = /<!-- walkthrough:start -->\s*```sh\n([\s\S]*?)```\s*<!-- walkthrough:end -->/.exec(readme)?.[1]
+const expected = (block ?? '').split('\n').filter((line) => line.startsWith('#> ')).map((line) => line.slice(3))
 
-t.test('the curl walk-through prints what the README says it prints', async (t) => {
+/** The walk-through in bash, as a reader pastes it, against `base`; resolves what it printed. */
+async function walk (base: string, script = block!) {
+  const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], {
+    env: { ...process.env, BASE: `${base}/api/v1` },
+    timeout: 60_000
+  })
+  return stdout.trim().split('\n')
+}
+
+t.test('the curl walk-through prints what the README says it prints, and again on a second run', async (t) => {
   t.ok(block, 'README.md has the walk-through block')
-  const expected = block!.split('\n').filter((line) => line.startsWith('#> ')).map((line) => line.slice(3))
   t.ok(expected.length >= 5, 'with its expected outputs')
 
   const server = startServer(t, { DATABASE_URL: 'memory://' })
   const base = await server.listening
-  const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', block!], {
-    env: { ...process.env, BASE: `${base}/api/v1` },
-    timeout: 60_000
-  })
-  t.same(stdout.trim().split('\n'), expected, 'each #> line, in order')
+  t.same(await walk(base), expected, 'each #> line, in order')
+  // The same data, as `npm start` keeps it in ./data/pglite between two readers' tries.
+  t.same(await walk(base).catch((error: Error) => error.message), expected, 'the second run on the same data prints the same')
   server.child.kill('SIGTERM')
   await server.exited
+})
+
+t.test('the walk-through\'s field helper answers a body that is not JSON with one line, not a stack', async (t) => {
+  const helper = block!.split('\n').find((line) => line.startsWith('field() '))
+  t.ok(helper, 'the block defines field')
+  const run = promisify(execFile)('bash', ['-c', `${helper}\nprintf 'Bad Gateway' | field email`])
+  const error = await run.then(() => undefined, (error: { code: number, stdout: string, stderr: string }) => error)
+  t.ok(error, 'it fails')
+  t.equal(error?.code, 1)
+  t.equal(error?.stdout, '')
+  t.equal(error?.stderr, 'not JSON: Bad Gateway\n', 'says what it got, on one line')
+})
+
+t.test('npm run test:quick runs a part of the suite, and the README says how long it and npm test take', async (t) => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const quick = String(pkg.scripts['test:quick'] ?? '')
+  const files = quick.split(' ').filter((arg) => arg.endsWith('.test.ts'))
+  t.ok(files.length >= 10, 'a dozen files or more')
+  for (const file of files) t.ok(existsSync(new URL(`../${file}`, import.meta.url)), file)
+  t.match(quick, /^tap --disable-coverage /, 'without the coverage floor, which a part of the suite cannot reach')
+  t.match(readme, /^npm ci && npm test +# .*\b\d+ min/m, 'the opening says how long the suite takes')
+  t.match(readme, /npm run test:quick +# .*\b\d+ min/, 'and how long the quick part takes')
 })

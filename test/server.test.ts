@@ -1,12 +1,15 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
-import t from 'tap'
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { createServer, type AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
 import { connectPglite } from '../db/client.js'
 import { items } from '../db/schema.js'
 import { httpRequest } from './support/http.js'
+import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
 import { readMetrics, valueOf } from './support/metrics.js'
-import { startServer } from './support/server-process.js'
+import { freePort, startServer } from './support/server-process.js'
 import { until } from './support/until.js'
 
 t.test('serves health and docs on PGlite, stops on SIGTERM, and keeps its data', async (t) => {
@@ -71,6 +74,87 @@ t.test('a bad setting stops the start with one line naming it', async (t) => {
   const [code] = await server.exited
   t.equal(code, 1)
   t.equal(server.stderr(), 'plinth: invalid configuration: PORT must be an integer (got "abc")\n')
+})
+
+/** server.ts started with `env`, expected to stop at once: its stderr. */
+async function failedStart (t: Test, env: Record<string, string>) {
+  const server = startServer(t, env)
+  const [code] = await server.exited
+  t.equal(code, 1, 'exits 1')
+  t.notOk(server.logs.some((entry) => Number(entry.level) >= 50), 'no error or fatal log line, so no stack')
+  return server.stderr()
+}
+
+t.test('a URL in a configuration error is printed without its password', async (t) => {
+  const stderr = await failedStart(t, { DATABASE_URL: 'mysql://admin:pw-s3cret@db.example.com/app' })
+  t.equal(stderr, 'plinth: invalid configuration: DATABASE_URL: must be a postgres://, postgresql://, pglite://PATH or memory:// URL ' +
+    '(got "mysql://admin:***@db.example.com/app")\n')
+})
+
+t.test('a malformed postgres:// URL stops the start with one line naming DATABASE_URL, without its password', async (t) => {
+  const stderr = await failedStart(t, { DATABASE_URL: 'postgres://admin:pw/s3cret@127.0.0.1:5432/app' })
+  t.match(stderr, /^plinth: DATABASE_URL: postgres:\/\/admin:\*\*\*@127\.0\.0\.1:5432\/app is not a valid URL: .*\n$/)
+  t.notMatch(stderr, /s3cret/)
+})
+
+t.test('DATABASE_URL=pglite:// without a folder stops the start instead of running in memory', async (t) => {
+  const stderr = await failedStart(t, { DATABASE_URL: 'pglite://' })
+  t.match(stderr, /^plinth: invalid configuration: DATABASE_URL: pglite:\/\/ needs the path of a folder, such as pglite:\/\/\.\/data\/pglite; .*memory:\/\/.*\n$/)
+})
+
+t.test('a pglite:// path that is a file stops the start with one line naming DATABASE_URL', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-server-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await writeFile(join(dir, 'file'), '')
+  const stderr = await failedStart(t, { DATABASE_URL: `pglite://${dir}/file` })
+  t.equal(stderr, `plinth: DATABASE_URL: ${dir}/file is a file, not a folder: pglite:// takes the path of a folder\n`)
+})
+
+t.test('a refused connection to PostgreSQL stops the start with one line naming DATABASE_URL, without its password', async (t) => {
+  const port = await freePort()
+  const stderr = await failedStart(t, { DATABASE_URL: `postgres://plinth:pw-s3cret@127.0.0.1:${port}/plinth` })
+  t.equal(stderr, `plinth: DATABASE_URL: cannot reach postgres://plinth:***@127.0.0.1:${port}/plinth: connect ECONNREFUSED 127.0.0.1:${port}\n`)
+})
+
+t.test('EdDSA without a key stops the start before the database is opened', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-server-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const stderr = await failedStart(t, { DATABASE_URL: `pglite://${dir}/data`, JWT_ALGORITHM: 'EdDSA' })
+  t.equal(stderr, 'plinth: invalid configuration: JWT_ALGORITHM: EdDSA needs a privateKey (JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE); `plinth keys generate` makes one\n')
+  t.same(await readdir(dir), [], 'no database folder was made')
+})
+
+t.test('a port in use stops the start with one line naming PORT or METRICS_PORT', async (t) => {
+  const taken = createServer().listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.teardown(() => { taken.close() })
+  const { port } = taken.address() as AddressInfo
+  t.equal(await failedStart(t, { DATABASE_URL: 'memory://', PORT: String(port) }),
+    `plinth: PORT: 127.0.0.1:${port} is in use by another process; stop it, or choose another PORT\n`)
+  t.equal(await failedStart(t, { DATABASE_URL: 'memory://', METRICS_PORT: String(port) }),
+    `plinth: METRICS_PORT: 127.0.0.1:${port} is in use by another process; stop it, or choose another METRICS_PORT\n`)
+})
+
+t.test('a HOST that is not an address of this machine stops the start with one line naming HOST', async (t) => {
+  // 192.0.2.1 is TEST-NET-1, reserved for documentation: no machine has it.
+  t.equal(await failedStart(t, { DATABASE_URL: 'memory://', HOST: '192.0.2.1' }), 'plinth: HOST: 192.0.2.1 is not an address of this machine\n')
+})
+
+t.test('a database PostgreSQL does not have stops the start with one line naming DATABASE_URL', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async (t) => {
+  const url = new URL(TEST_DATABASE_URL!)
+  url.pathname = '/plinth_no_such_database'
+  t.equal(await failedStart(t, { DATABASE_URL: url.href }), `plinth: DATABASE_URL: ${url.href} refused: database "plinth_no_such_database" does not exist\n`)
+})
+
+t.test('with several workers, a port in use stops the server instead of restarting its workers', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async (t) => {
+  const taken = createServer().listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.teardown(() => { taken.close() })
+  const { port } = taken.address() as AddressInfo
+  const stderr = await failedStart(t, { DATABASE_URL: await freshPostgresUrl(t), WORKERS: '2', PORT: String(port), SECRET_KEY: 'a-shared-secret-of-at-least-32-bytes' })
+  const lines = stderr.trimEnd().split('\n')
+  t.ok(lines.length >= 1 && lines.length <= 2, 'a line from each worker at most')
+  for (const line of lines) t.equal(line, `plinth: PORT: 127.0.0.1:${port} is in use by another process; stop it, or choose another PORT`)
 })
 
 t.test('several workers on PGlite are refused with a clear message', async (t) => {

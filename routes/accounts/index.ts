@@ -8,6 +8,7 @@ import { createMailer } from '../../mail/mailer.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
+import { trailingSlashAliases } from '../../plugins/trailing-slash.js'
 import { eventCounter } from '../../plugins/metrics.js'
 import { validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -69,6 +70,7 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
       flows: { password: { tokenUrl: `${app.prefix}/auth/login`, scopes: { me: 'Read your own profile and scopes' } } }
     }
   })
+  trailingSlashAliases(app)
 
   if (options.firstSuperuser) {
     const email = options.firstSuperuser.email.toLowerCase()

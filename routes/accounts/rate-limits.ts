@@ -2,6 +2,7 @@ import createError from '@fastify/error'
 import rateLimit, { normalizeIP, type FastifyRateLimitStore, type FastifyRateLimitStoreCtor, type RateLimitOptions } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 import type { RateCounter } from '../../db/rate-limits.js'
+import { canonicalUrl } from '../../plugins/trailing-slash.js'
 import type { App } from '../../plugins/validation.js'
 
 const RateLimited = createError('RATE_LIMITED', 'Too many requests to %s from this address; retry in %s seconds', 429)
@@ -22,8 +23,8 @@ function storeOn (counter: RateCounter): FastifyRateLimitStoreCtor {
 /** The client a request comes from, as every per-address limit counts it: an IPv6 client by its /64, as it can use any address in it. */
 export const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip)
 
-/** One counter per route and client address. */
-const keyOf = (request: FastifyRequest) => `${request.routeOptions.url} ${clientAddress(request)}`
+/** One counter per route and client address: a route's trailing-slash alias counts with it. */
+const keyOf = (request: FastifyRequest) => `${canonicalUrl(request.routeOptions.url!)} ${clientAddress(request)}`
 
 /**
  * @fastify/rate-limit for this context's routes that ask for it (`limit()`), counted in the
@@ -35,7 +36,7 @@ export async function registerRateLimits (app: App, counter: RateCounter) {
     enableDraftSpec: true,
     store: storeOn(counter),
     keyGenerator: keyOf,
-    errorResponseBuilder: (request, { ttl }) => new RateLimited(request.routeOptions.url, Math.max(1, Math.ceil(ttl / 1000)))
+    errorResponseBuilder: (request, { ttl }) => new RateLimited(canonicalUrl(request.routeOptions.url!), Math.max(1, Math.ceil(ttl / 1000)))
   })
 }
 

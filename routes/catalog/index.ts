@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
 import { refusal, rowEtags } from '../../plugins/conditional.js'
 import { documentRoutes } from '../../plugins/docs.js'
+import { trailingSlashAliases } from '../../plugins/trailing-slash.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
 import { jsonBodiesOnly, validatorCompiler } from '../../plugins/validation.js'
@@ -31,6 +32,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema, ItemSchema, ItemPageSchema])
   documentRoutes(app)
+  trailingSlashAliases(app)
 
   app.get('/items', { schema: schemas.listItems, onRequest: guards.read }, async function listItems (request) {
     const { offset, after_id: afterId } = request.query

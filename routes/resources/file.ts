@@ -5,6 +5,7 @@ import type { Guard } from '../../plugins/auth/index.js'
 import type { Guards } from '../../plugins/options.js'
 import type { App } from '../../plugins/validation.js'
 import type { JsonSchema } from '../../schemas/fields.js'
+import { InvalidResourceOptions } from './errors.js'
 import { IDENTIFIER, resolveResourceOptions, type ResourceOptions } from './options.js'
 
 /** Who may call a route, in JSON: anyone, any signed-in user, a superuser, or a user with every one of these scopes. */
@@ -37,8 +38,11 @@ export interface FileResourceDefinition {
   guards: { read?: GuardSpec, write?: GuardSpec }
 }
 
-/** Reads and checks a resources file. Every problem is one line naming the resource and the field; they are thrown together, so one start shows them all. */
-export function readResourcesFile (path: string, fail: (message: string) => Error): FileResourceDefinition[] {
+/**
+ * Reads and checks a resources file. Every problem is one line naming the resource and the field;
+ * they are thrown together, so one start shows them all: by default as RESOURCE_INVALID_OPTIONS.
+ */
+export function readResourcesFile (path: string, fail: (message: string) => Error = (message) => new InvalidResourceOptions(message)): FileResourceDefinition[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'))
@@ -71,16 +75,18 @@ export function readResourcesFile (path: string, fail: (message: string) => Erro
   return definitions
 }
 
-function guardOf (app: App, spec: GuardSpec | undefined): Guard | undefined {
-  if (spec === undefined || spec === 'public') return undefined
+/** The hook a guard word stands for; undefined without authPlugin, which resourcePlugin refuses as a missing guard. */
+function guardOf (app: App, spec: Exclude<GuardSpec, 'public'>): Guard | undefined {
   if (spec === 'authenticated') return app.authenticate
   if (spec === 'superuser') return app.requireSuperuser
-  return app.requireScopes(...spec.scopes)
+  return typeof app.requireScopes === 'function' ? app.requireScopes(...spec.scopes) : undefined
 }
 
-/** The guard hooks a definition's words stand for, on an app with authPlugin. */
+/**
+ * The guard hooks a definition's words stand for, on an app with authPlugin, for resourcePlugin's
+ * `guards`. A word with no hook to stand for is kept as undefined, so the boot fails, naming it.
+ */
 export function guardsOf (app: App, { guards }: FileResourceDefinition): Guards {
-  const read = guardOf(app, guards.read)
-  const write = guardOf(app, guards.write)
-  return { ...(read ? { read } : {}), ...(write ? { write } : {}) }
+  const named = Object.entries(guards).filter((entry): entry is [string, Exclude<GuardSpec, 'public'>] => entry[1] !== 'public')
+  return Object.fromEntries(named.map(([route, spec]) => [route, guardOf(app, spec)]))
 }

@@ -1,13 +1,52 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Static, TObject } from '@sinclair/typebox'
+import type { PgColumn, PgTableWithColumns } from 'drizzle-orm/pg-core'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { fieldTable } from '../../db/field-table.js'
+import { resourceTable as recordsTable } from '../../db/schema.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../plugins/errors.js'
+import { trailingSlashAliases } from '../../plugins/trailing-slash.js'
 import { jsonBodiesOnly, validatorCompiler } from '../../plugins/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
+import { ResourceNotRegistered } from './errors.js'
 import { recordRoutes } from './records.js'
 import { rowRoutes } from './rows.js'
 import { resolveResourceOptions, type ResolvedResourceOptions, type ResourceOptions } from './options.js'
+
+/** A resource's Drizzle table: its columns by name, the server's (`id`, `created_at`, ...) and one per field. */
+export type ResourceTable<Column extends string = string> =
+  PgTableWithColumns<{ name: string, schema: undefined, columns: Record<Column, PgColumn>, dialect: 'pg' }>
+
+type ServerColumn = 'id' | 'created_at' | 'updated_at' | 'owner_id'
+
+/** The columns of a resource of these fields (a TypeBox object, or their names), or any name when not given. */
+type ColumnsOf<Fields> = Fields extends TObject ? ServerColumn | (keyof Static<Fields> & string) : Fields extends string ? ServerColumn | Fields : string
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Drizzle table of each resource registered on this app or a parent, by name: read it with resourceTable. */
+    plinthResources: Map<string, ResourceTable>
+  }
+}
+
+/** The table a resource's routes read and write: of its fields, or of records. */
+const tableOf = ({ table, fields, owner }: ResolvedResourceOptions) =>
+  (fields ? fieldTable(table, fields, { owner }) : recordsTable(table)) as unknown as ResourceTable
+
+/**
+ * The Drizzle table of the resource `name` registered on `app`, for host code that queries its
+ * rows without SQL: `db.select().from(resourceTable<typeof Task>(app, 'tasks'))`. The fields'
+ * TypeBox type, or their names (`resourceTable<'title' | 'due'>`), when given, name the columns.
+ */
+export function resourceTable<Fields extends TObject | string | undefined = undefined> (app: FastifyInstance, name: string): ResourceTable<ColumnsOf<Fields>> {
+  const table = app.hasDecorator('plinthResources') ? app.plinthResources.get(name) : undefined
+  if (table === undefined) throw new ResourceNotRegistered(name, name)
+  // The fields' type is the caller's word for the columns, as Drizzle's own tables are typed.
+  return table as unknown as ResourceTable<ColumnsOf<Fields>>
+}
 
 const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
   app.setValidatorCompiler(validatorCompiler)
@@ -16,10 +55,11 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
   app.setErrorHandler(problemErrorHandler)
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
   documentRoutes(app)
+  trailingSlashAliases(app)
   await (opts.fields ? rowRoutes : recordRoutes)(app, opts)
 }
 
-/** Profile C, once per resource after the db plugin: `{ prefix: '/api/v1', name: 'notes' }` serves `/api/v1/notes/` as `plinth-resource:notes`. */
+/** Profile C, once per resource after the db plugin: `{ prefix: '/api/v1', name: 'notes' }` serves `/api/v1/notes` as `plinth-resource:notes`. */
 const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, opts) => {
   const options = resolveResourceOptions(opts)
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.
@@ -28,8 +68,10 @@ const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, o
     name: `plinth-resource:${options.name}`, fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true
   })
   await app.register(plugin, { ...options, prefix: `${prefix.replace(/\/+$/, '')}/${options.name}` })
+  if (!app.hasDecorator('plinthResources')) app.decorate('plinthResources', new Map())
+  app.plinthResources.set(options.name, tableOf(options))
 }
 
 export default fp(resourcePlugin, { name: 'plinth-resource', fastify: '5.x' })
 export { ROUTE_NAMES, ResourceOptionsSchema, type ResourceOptions, type RouteName } from './options.js'
-export { RecordNotFound } from './errors.js'
+export { RecordNotFound, ResourceNotRegistered } from './errors.js'

@@ -4,7 +4,9 @@ import type { Guard } from '../../plugins/auth/index.js'
 import { ConditionalOptions } from '../../plugins/conditional.js'
 import { IdempotencyOptions } from '../../plugins/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
-import { readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
+import { validatorCompiler } from '../../plugins/validation.js'
+import { bodyFieldSchema, readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
+import { FORMAT_MESSAGES } from '../../schemas/storable.js'
 import { InvalidResourceOptions } from './errors.js'
 
 export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete'] as const
@@ -55,6 +57,43 @@ export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 
   fields?: Field[]
 }
 
+interface CheckError { instancePath: string, keyword: string, params: Record<string, unknown>, message: string }
+type Check = ((value: unknown) => boolean) & { errors: CheckError[] }
+
+/** Why a body could not take `value` where `schema` is, checked as a request's body is: where in the value, and what. */
+function refusal (schema: JsonSchema, value: unknown): { at: string, message: string } | undefined {
+  const check = validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '' }) as unknown as Check
+  // The check fills in defaults and strips unknown members: it gets a copy.
+  if (check(structuredClone(value))) return undefined
+  const [error] = check.errors as [CheckError]
+  const format = error.keyword === 'format' ? FORMAT_MESSAGES[error.params.format as string] : undefined
+  return { at: error.instancePath, message: format ?? error.message }
+}
+
+/** The defaults an object's properties give, by their place in its value, as a body fills them in. */
+function * propertyDefaults (schema: JsonSchema, at: string): Generator<[at: string, schema: JsonSchema, value: unknown]> {
+  for (const [key, property] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) {
+    const place = `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`
+    // Without its own default: a schema's root takes none.
+    const { default: value, ...rest } = property
+    if (value !== undefined) yield [place, rest, value]
+    yield * propertyDefaults(property, place)
+  }
+}
+
+/** Every default checked against its own schema at boot: else every body that leaves it out is a 422 that blames the client. */
+function checkDefaults (name: string, fields: Field[]): void {
+  for (const field of fields) {
+    const own: Array<[string, JsonSchema, unknown]> = field.default === undefined ? [] : [['', bodyFieldSchema(field), field.default]]
+    for (const [at, schema, value] of [...own, ...propertyDefaults(field.value, '')]) {
+      const refused = refusal(schema, value)
+      if (refused === undefined) continue
+      const where = `${at}${refused.at}`
+      throw new InvalidResourceOptions(`"${name}": field "${field.name}": default ${JSON.stringify(value)}${where ? ` at ${where}` : ''} ${refused.message}`)
+    }
+  }
+}
+
 function readResourceFields (name: string, fields: unknown, owner: boolean, indexes: string[]): Field[] | undefined {
   if (fields === undefined) {
     if (owner) throw new InvalidResourceOptions(`"${name}": owner needs fields; a resource of records has no owner`)
@@ -67,6 +106,7 @@ function readResourceFields (name: string, fields: unknown, owner: boolean, inde
   } catch (err) {
     throw new InvalidResourceOptions(`"${name}": ${(err as Error).message}`)
   }
+  checkDefaults(name, read)
   const unknown = indexes.find((index) => !read.some((field) => field.name === index))
   if (unknown !== undefined) throw new InvalidResourceOptions(`"${name}": indexes names "${unknown}", which is not a field`)
   return read

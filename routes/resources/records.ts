@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createRepository } from '../../db/crud.js'
 import { ensureResourceTable } from '../../db/resources.js'
 import { refusal, rowEtags } from '../../plugins/conditional.js'
+import { canonicalUrl } from '../../plugins/trailing-slash.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { resourceTable } from '../../db/schema.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -28,7 +29,7 @@ export const recordRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = 
       const limit = Math.min(request.query.limit, maxLimit)
       // One row more than the page says whether another follows, without counting the table.
       const rows = await records.list({ offset, limit: limit + 1 })
-      if (rows.length > limit) reply.header('link', `<${request.routeOptions.url}?offset=${offset + limit}&limit=${limit}>; rel="next"`)
+      if (rows.length > limit) reply.header('link', `<${canonicalUrl(request.routeOptions.url!)}?offset=${offset + limit}&limit=${limit}>; rel="next"`)
       return rows.slice(0, limit)
     })
   }

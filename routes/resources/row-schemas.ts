@@ -3,8 +3,8 @@ import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../sche
 import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { OPERATORS, type FilterOp } from '../../db/field-lists.js'
 import { Id, PG_INT_MAX, TEXT_PATTERN, ref } from '../../schemas/common.js'
-import { problemResponses, type ProblemExample } from '../../schemas/error.js'
-import { createBodySchema, patchBodySchema, rowSchema, type Field, type FieldKind } from '../../schemas/fields.js'
+import { ConstraintConflict, problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { createBodySchema, isWriteOnly, patchBodySchema, rowSchema, type Field, type FieldKind } from '../../schemas/fields.js'
 import { pageQuery } from '../../schemas/page.js'
 import { pascalName } from '../../schemas/record.js'
 import type { ResolvedResourceOptions } from './options.js'
@@ -89,7 +89,8 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
   const { name, fields, owner, guards } = opts
   const operation = resourceOperation(name)
   const record = rowSchema(name, fields, { owner })
-  const columns = [...serverColumns(owner), ...fields]
+  // A writeOnly field neither filters nor sorts: either would tell its value, a guess at a time.
+  const columns = [...serverColumns(owner), ...fields.filter((field) => !isWriteOnly(field))]
   const param = `${name}_id`
   const params = Type.Object({ [param]: Id({ description: `The id of a row of ${name}` }) }) as TObject<Record<string, TInteger>>
   const body = createBodySchema(name, fields)
@@ -111,7 +112,7 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
     create: operation('create', `Create a row of ${name}`, {
       body,
       headers: IdempotentCreate.headers,
-      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
+      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, ConstraintConflict, 422, 503) }
     }, write),
     get: operation('get', `Read one row of ${name}`, {
       params,
@@ -122,18 +123,18 @@ export function rowSchemas (opts: ResolvedResourceOptions & { fields: Field[] })
       params,
       body: Type.Object(body.properties, { additionalProperties: false, title: `${pascalName(name)}Replace` }),
       headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) }
     }, write),
     update: operation('update', `Change the fields sent, and only those, of one row of ${name}`, {
       params,
       body: patchBodySchema(name, fields),
       headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) }
     }, write),
     delete: operation('delete', `Delete one row of ${name}`, {
       params,
       headers: ConditionalWrite.headers,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, 412, 422, 428, 503) }
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, ConstraintConflict, 412, 422, 428, 503) }
     }, write)
   }
 }

@@ -2,12 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { createRepository, type Versioned } from '../../db/crud.js'
 import { InvalidCursorError, createFieldLister } from '../../db/field-lists.js'
-import { ensureFieldTable, fieldTable } from '../../db/field-table.js'
+import { definitionDigest, ensureFieldTable, fieldTable } from '../../db/field-table.js'
 import { rowJson } from '../../db/row-json.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { refusal, rowEtags } from '../../plugins/conditional.js'
 import { idempotentCreates, locationOf } from '../../plugins/idempotency.js'
 import { addSchemas } from '../../schemas/common.js'
+import { isReadOnly } from '../../schemas/fields.js'
 import { InvalidResourceOptions, RecordNotFound, invalidInput } from './errors.js'
 import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-query.js'
 import type { ResolvedResourceOptions } from './options.js'
@@ -15,6 +16,9 @@ import { rowSchemas } from './row-schemas.js'
 
 /** A stored row: its JSON as the API sends it (rowSchema's shape), and the id and owner the routes check. */
 interface Row { id: number, owner_id?: number, json: string }
+
+/** A PUT or PATCH without any body is `{}`, as every update of plinth's takes it. */
+async function emptyBody (request: FastifyRequest) { request.body ??= {} }
 
 /** Sends JSON text as it is: Fastify serializes only a payload that is not a string already. */
 const sendJson = (reply: FastifyReply, json: string) => reply.type('application/json; charset=utf-8').send(json)
@@ -36,16 +40,19 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   }
   const db = app.plinthDb.db
   const table = fieldTable(opts.table, fields, { owner })
-  if (opts.createTable) await ensureFieldTable(db, { table: opts.table, fields, owner, indexes: opts.indexes })
+  const definition = { table: opts.table, fields, owner, indexes: opts.indexes }
+  if (opts.createTable) await ensureFieldTable(db, definition)
   // PostgreSQL writes each row's JSON: nothing to decode per column, nor to serialize.
   const selection = { id: table.id, ...(owner ? { owner_id: table.owner_id } : {}), json: rowJson(fields, { owner }) }
   const rows = createRepository<typeof table, Row>(db, table, selection)
-  const etags = rowEtags(app, opts.table)
+  // A field added with a default changes every row's body but no row's version: the definition is in the ETag too.
+  const etags = rowEtags(app, opts.table, definitionDigest(definition))
   const schemas = rowSchemas({ ...opts, fields })
   const list = createFieldLister<typeof table, Row>(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])), selection)
   const filters = filterParameters(schemas.columns)
   // In owner mode every route knows its user: the given guards, else authentication alone.
   const guards = owner ? { read: opts.guards.read ?? app.authenticate, write: opts.guards.write ?? app.authenticate } : opts.guards
+  const writable = fields.filter((field) => !isReadOnly(field))
   const item = `/:${schemas.param}`
   const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number
 
@@ -129,12 +136,12 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   }
 
   if (routes.update) {
-    app.put(item, { schema: schemas.replace, onRequest: guards.write }, async function replaceRow (request, reply) {
+    app.put(item, { schema: schemas.replace, onRequest: guards.write, preValidation: emptyBody }, async function replaceRow (request, reply) {
       const body = request.body as Record<string, unknown>
-      // A full replace: a field left out (its default, if any, is already in the body) has no value.
-      return write(request, reply, Object.fromEntries(fields.map((field) => [field.name, body[field.name] ?? null])))
+      // A full replace of what a body may write: a field left out (its default, if any, is already in the body) has no value.
+      return write(request, reply, Object.fromEntries(writable.map((field) => [field.name, body[field.name] ?? null])))
     })
-    app.patch(item, { schema: schemas.update, onRequest: guards.write }, async function updateRow (request, reply) {
+    app.patch(item, { schema: schemas.update, onRequest: guards.write, preValidation: emptyBody }, async function updateRow (request, reply) {
       return write(request, reply, request.body as Record<string, unknown>)
     })
   }

@@ -2,7 +2,7 @@ import { Type, type TInteger, type TObject } from '@sinclair/typebox'
 import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
 import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { Id, ref } from '../../schemas/common.js'
-import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { ConstraintConflict, guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
 import { pageQuery } from '../../schemas/page.js'
 import { RecordCreateSchema, RecordUpdateSchema, pascalName, recordSchema } from '../../schemas/record.js'
 import type { ResolvedResourceOptions } from './options.js'
@@ -37,7 +37,7 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: Resol
     create: operation('create', `Create a record in ${name}`, {
       body: RecordCreateSchema,
       headers: IdempotentCreate.headers,
-      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, 422, 503) }
+      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, ConstraintConflict, 422, 503) }
     }, guards.write),
     get: operation('get', `Read one record of ${name}`, {
       params,
@@ -48,12 +48,12 @@ export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: Resol
       params,
       body: RecordUpdateSchema,
       headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, 412, 422, 428, 503) }
+      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) }
     }, guards.write),
     delete: operation('delete', `Delete one record of ${name}`, {
       params,
       headers: ConditionalWrite.headers,
-      response: { 204: deleted, ...problemResponses(missing, 412, 422, 428, 503) }
+      response: { 204: deleted, ...problemResponses(missing, ConstraintConflict, 412, 422, 428, 503) }
     }, guards.write)
   }
 }

@@ -7,7 +7,7 @@ import { connect, type Database, type DatabaseClient } from '../../db/client.js'
 import { createRepository, type Repository } from '../../db/crud.js'
 import { sqlState } from '../../db/errors.js'
 import {
-  ensureFieldTable, fieldTable, fieldTableDdl, isoInstant, planFieldTableChanges, type FieldTableDefinition, type FieldTableSpec
+  definitionDigest, ensureFieldTable, fieldTable, fieldTableDdl, isoInstant, planFieldTableChanges, type FieldTableDefinition, type FieldTableSpec
 } from '../../db/field-table.js'
 import { ResourceTableError } from '../../db/errors.js'
 import * as schema from '../../db/schema.js'
@@ -321,6 +321,20 @@ t.test('restarting with the same definition runs no DDL and writes nothing', asy
   t.notOk(recording.statements.some((statement) => /^\s*(create|alter|drop|insert|update|delete)\b/i.test(statement)), 'reads only')
   t.same(await definitionOf('restarted'), stored, 'the definition is untouched')
   t.same(await repositoryOf('restarted', KINDS, { owner: true }).get(row.id), row, 'the row is kept')
+})
+
+t.test('the definition\'s digest follows what is stored: key order aside, any change of a field changes it', async (t) => {
+  const spec: FieldTableSpec = { table: 'digested', fields: KINDS, indexes: ['rank'] }
+  const reordered = KINDS.map((field) => Object.fromEntries(Object.entries(field).reverse()) as unknown as Field)
+  t.equal(definitionDigest({ ...spec, fields: reordered }), definitionDigest(spec), 'one definition, one digest in every process')
+  t.match(definitionDigest(spec), /^[\w-]{43}$/)
+  const added = fieldsOf({ extra: { type: 'integer', default: 1 } })
+  const changes: Array<[string, FieldTableSpec]> = [
+    ['a field added with a default', { ...spec, fields: [...KINDS, ...added] }],
+    ['a default changed', { ...spec, fields: KINDS.map((field) => field.name === 'score' ? { ...field, default: 0.5 } : field) }],
+    ['owner mode', { ...spec, owner: true }]
+  ]
+  for (const [change, other] of changes) t.not(definitionDigest(other), definitionDigest(spec), change)
 })
 
 t.test('new fields are added: existing rows get the default, and the check and the index come with them', async (t) => {

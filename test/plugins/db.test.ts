@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable } from 'drizzle-orm/pg-core'
 import Fastify from 'fastify'
@@ -81,4 +83,29 @@ t.test('a client the plugin opened is closed with the app', async (t) => {
 t.test('an unknown URL scheme is refused', async (t) => {
   const app = Fastify()
   await t.rejects(async () => { await app.register(dbPlugin, { url: 'mysql://localhost/db' }) }, /unsupported database URL scheme "mysql:\/\/"/)
+})
+
+t.test('a malformed postgres:// URL is refused without its password, in the message or any property', async (t) => {
+  const app = Fastify()
+  const error = await app.register(dbPlugin, { url: 'postgres://admin:pw/s3cret@127.0.0.1:5432/app' }).then(() => undefined, (err: unknown) => err) as Error
+  t.match(error, { code: 'PLINTH_INVALID_DATABASE_URL', message: /^postgres:\/\/admin:\*\*\*@127\.0\.0\.1:5432\/app is not a valid URL: / })
+  t.notMatch(JSON.stringify({ ...error, message: error.message, stack: error.stack }), /s3cret/)
+})
+
+t.test('pglite:// without a folder is refused instead of running in memory', async (t) => {
+  const app = Fastify()
+  await t.rejects(async () => { await app.register(dbPlugin, { url: 'pglite://', migrate: false }) }, {
+    code: 'PLINTH_INVALID_DATABASE_URL',
+    message: /^pglite:\/\/ needs the path of a folder, such as pglite:\/\/\.\/data\/pglite; .*memory:\/\//
+  })
+})
+
+t.test('a pglite:// path that is a file, or inside one, is refused, naming it', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-db-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'file')
+  await writeFile(file, '')
+  for (const [path, message] of [[file, `${file} is a file, not a folder`], [join(file, 'data'), `${file}/data is inside a file, not a folder`]]) {
+    await t.rejects(connect(`pglite://${path}`), { code: 'PLINTH_INVALID_DATABASE_URL', message: `${message}: pglite:// takes the path of a folder` })
+  }
 })

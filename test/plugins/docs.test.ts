@@ -1,6 +1,9 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import swagger from '@fastify/swagger'
+import Fastify from 'fastify'
 import t from 'tap'
-import { build } from '../support/app.js'
+import docsPlugin from '../../plugins/docs.js'
+import { build, captureLogs } from '../support/app.js'
 
 const app = await build(t)
 
@@ -102,4 +105,49 @@ t.test('Swagger UI\'s files are cached for a week and revalidated by their ETag;
   const initializer = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' })
   t.equal(initializer.statusCode, 200)
   t.not(initializer.headers['cache-control'], 'public, max-age=604800', 'the initializer carries this server\'s settings')
+})
+
+t.test('docsPlugin takes the document\'s title, version, description and servers', async (t) => {
+  const host = Fastify({ logger: false })
+  t.teardown(() => host.close())
+  const servers = [{ url: 'https://api.example.com', description: 'production' }, { url: 'https://{region}.example.com', variables: { region: { default: 'eu', enum: ['eu', 'us'] } } }]
+  await host.register(docsPlugin, { title: 'Example', version: '2.3.0', description: 'The API of Example', servers })
+  const res = await host.inject({ method: 'GET', url: '/docs/json' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().info, { title: 'Example', version: '2.3.0', description: 'The API of Example' }, 'info is the host\'s')
+  t.same(res.json().servers, servers, 'and so are the servers')
+  t.same(host.swagger().info, { title: 'Example', version: '2.3.0', description: 'The API of Example' }, 'app.swagger() gives the same document')
+
+  const defaults = Fastify({ logger: false })
+  t.teardown(() => defaults.close())
+  await defaults.register(docsPlugin)
+  await defaults.ready()
+  t.same(defaults.swagger().info, {
+    title: 'plinth', version: '0.1.0', description: 'Accounts and sessions, an item catalog and generic resources, under /api/v1.'
+  }, 'without options, the server\'s info')
+  t.notOk('servers' in defaults.swagger(), 'and no servers: clients call the origin they loaded the document from')
+})
+
+t.test('a docsPlugin option that is not one fails the boot, naming it', async (t) => {
+  for (const [options, message] of [
+    [{ version: '' }, 'docs plugin: version must be a non-empty string such as 1.0.0 (got "")'],
+    [{ servers: [{ description: 'no url' }] }, 'docs plugin: servers.0.url must be a URL such as https://api.example.com or /api (got undefined)'],
+    [{ servers: 'https://api.example.com' }, 'docs plugin: servers must be an array of { url, description?, variables? } (got "https://api.example.com")']
+  ] as const) {
+    const host = Fastify({ logger: false })
+    t.teardown(() => host.close())
+    await t.rejects(async () => { await host.register(docsPlugin, options as never) }, { code: 'DOCS_INVALID_OPTIONS', message }, message)
+  }
+})
+
+t.test('docsPlugin\'s options beside a host\'s own @fastify/swagger are named in a warning: the host\'s document keeps its own', async (t) => {
+  const { lines, logger } = captureLogs()
+  const host = Fastify({ logger })
+  t.teardown(() => host.close())
+  await host.register(swagger, { openapi: { openapi: '3.1.0', info: { title: 'host', version: '1.0.0' } } })
+  await host.register(docsPlugin, { title: 'Example', version: '2.3.0' })
+  await host.ready()
+  t.same(host.swagger().info, { title: 'host', version: '1.0.0' }, 'the host\'s info')
+  t.ok(lines.some((line) => line.level === 40 && line.msg === 'docs: the app has its own @fastify/swagger, which sets the document\'s title, version: docsPlugin\'s are not used'),
+    'a warning names the options left unused')
 })

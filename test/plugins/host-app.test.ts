@@ -7,12 +7,13 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import t, { type Test } from 'tap'
 import {
-  accountsPlugin, authPlugin, catalogPlugin, corsPlugin, dbPlugin, docsPlugin, errorsPlugin, healthPlugin,
-  resourcePlugin, securityPlugin
+  accountsPlugin, authPlugin, buildApp, catalogPlugin, corsPlugin, dbPlugin, docsPlugin, errorsPlugin, healthPlugin,
+  metricsPlugin, resourcePlugin, securityPlugin, tables, wellKnownPlugin
 } from '../../index.js'
 import { captureLogs } from '../support/app.js'
 import { freshDatabase } from '../support/database.js'
 import { PROBLEM_TYPE } from '../support/responses.js'
+import { TaskFields } from '../support/tasks.js'
 
 // A host app that brings its own plugins, then plinth's: each of the host's keeps working, and
 // plinth's either reuse it, keep to a namespace of their own, or refuse to boot with a reason.
@@ -200,4 +201,102 @@ t.test('a host with its own @fastify/cors and @fastify/helmet keeps them in char
   t.equal(created.statusCode, 201)
   t.match(created.headers['content-security-policy'], /default-src 'self'/, 'helmet\'s headers, not a second set')
   t.equal(created.headers['x-frame-options'], 'SAMEORIGIN', 'helmet\'s value, untouched by plinth\'s DENY')
+})
+
+/** Every profile of plinth under /api/v1, in app.ts's order and with its defaults, in a host with Fastify's default router. */
+async function everyProfile (t: Test, app: FastifyInstance) {
+  await app.register(docsPlugin)
+  await app.register(dbPlugin, { client: await freshDatabase(t) })
+  await app.register(authPlugin, { secret: 'the host test secret, 32 bytes or more' })
+  await app.register(wellKnownPlugin, { accountsPrefix: '/api/v1' })
+  await app.register(healthPlugin, { prefix: '/api/v1' })
+  await app.register(catalogPlugin, { prefix: '/api/v1' })
+  await app.register(accountsPlugin, { prefix: '/api/v1' })
+  await app.register(resourcePlugin, { prefix: '/api/v1', name: 'records' })
+  await app.register(resourcePlugin, { prefix: '/api/v1', name: 'tasks', fields: TaskFields })
+}
+
+t.test('in a host that keeps trailing slashes, every plinth route answers the same with one', async (t) => {
+  const app = await host(t)
+  await everyProfile(t, app)
+  const token = await accessToken(app)
+  await app.plinthDb.db.update(tables.users).set({ is_superuser: true })
+  const auth = { authorization: `Bearer ${token}` }
+  for (const [method, url, payload] of [
+    ['POST', '/api/v1/items', { name: 'lamp', price: 3 }],
+    ['POST', '/api/v1/records', { title: 'r' }],
+    ['POST', '/api/v1/tasks', { title: 't' }]
+  ] as const) {
+    const created = await app.inject({ method, url: `${url}/`, headers: auth, payload })
+    t.equal(created.statusCode, 201, `${method} ${url}/ creates`)
+  }
+  for (const [path, query = ''] of [
+    ['/api/v1/health'], ['/api/v1/health/ready'], ['/.well-known/oauth-authorization-server'],
+    ['/api/v1/users/me'], ['/api/v1/users', '?limit=2'], ['/api/v1/users/1'], ['/api/v1/users/me/sessions'],
+    ['/api/v1/items', '?limit=1'], ['/api/v1/items/1'], ['/api/v1/records'], ['/api/v1/records/1'], ['/api/v1/tasks', '?sort=-id'], ['/api/v1/tasks/1']
+  ]) {
+    const plain = await app.inject({ method: 'GET', url: `${path}${query}`, headers: auth })
+    const slashed = await app.inject({ method: 'GET', url: `${path}/${query}`, headers: auth })
+    t.equal(plain.statusCode, 200, `GET ${path}${query}`)
+    t.equal(slashed.statusCode, plain.statusCode, `GET ${path}/${query} answers as ${path}${query}`)
+    t.same(slashed.json(), plain.json(), `GET ${path}/${query}: the same body`)
+  }
+  await app.inject({ method: 'POST', url: '/api/v1/records', payload: { title: 'another' } })
+  const links = await Promise.all(['/api/v1/records?limit=1', '/api/v1/records/?limit=1'].map(async (url) => (await app.inject({ url, headers: auth })).headers.link))
+  t.same(links, ['</api/v1/records?offset=1&limit=1>; rel="next"', '</api/v1/records?offset=1&limit=1>; rel="next"'], 'the records\' next link is the route\'s, slash or not')
+  for (const url of ['/api/v1/records', '/api/v1/records/', '/api/v1/tasks/1', '/api/v1/tasks/1/']) {
+    t.equal((await app.inject({ method: 'HEAD', url, headers: auth })).statusCode, 200, `HEAD ${url}`)
+  }
+  const patched = await app.inject({ method: 'PATCH', url: '/api/v1/tasks/1/', headers: auth, payload: { done: true } })
+  t.equal(patched.statusCode, 200, 'PATCH /api/v1/tasks/1/')
+  const deleted = await app.inject({ method: 'DELETE', url: '/api/v1/items/1/', headers: auth })
+  t.equal(deleted.statusCode, 204, 'DELETE /api/v1/items/1/')
+})
+
+t.test('a trailing slash is not a second rate limit: /auth/register and /auth/register/ share one count', async (t) => {
+  const app = await host(t)
+  await app.register(dbPlugin, { client: await freshDatabase(t) })
+  await app.register(authPlugin, { secret: 'the host test secret, 32 bytes or more' })
+  await app.register(accountsPlugin, { prefix: '/api/v1', rateLimits: { register: 1 } })
+  const first = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email: 'a@example.com', password: 'long enough' } })
+  t.equal(first.statusCode, 201)
+  const second = await app.inject({ method: 'POST', url: '/api/v1/auth/register/', payload: { email: 'b@example.com', password: 'long enough' } })
+  t.equal(second.statusCode, 429, 'the second registration from the address is over the limit, slash or not')
+})
+
+t.test('a host\'s OpenAPI document has the standalone server\'s paths and operations, no trailing-slash twins', async (t) => {
+  const standalone = await buildApp({}, { logger: false, database: await freshDatabase(t) })
+  t.teardown(() => standalone.close())
+  await standalone.register(resourcePlugin, { prefix: '/api/v1', name: 'tasks', fields: TaskFields })
+  const app = await host(t)
+  await everyProfile(t, app)
+  await Promise.all([standalone.ready(), app.ready()])
+  const expected = (standalone.swagger() as { paths: Record<string, unknown> }).paths
+  const paths = (app.swagger() as { paths: Record<string, unknown> }).paths
+  t.same(Object.keys(paths).filter((path) => !path.startsWith('/docs')).sort(), Object.keys(expected).filter((path) => !path.startsWith('/docs')).sort(), 'the same paths')
+  t.notOk(Object.keys(paths).some((path) => path.length > 1 && path.endsWith('/')), 'no path ends with a slash')
+  for (const path of Object.keys(expected).filter((path) => !path.startsWith('/docs'))) t.same(paths[path], expected[path], `${path}: the same operations`)
+})
+
+t.test('a route and its trailing-slash alias are one series in the metrics', async (t) => {
+  const app = await host(t)
+  await app.register(dbPlugin, { client: await freshDatabase(t) })
+  await app.register(metricsPlugin)
+  await app.register(healthPlugin, { prefix: '/api/v1' })
+  for (const url of ['/api/v1/health', '/api/v1/health/']) t.equal((await app.inject(url)).statusCode, 200, url)
+  const metrics = await app.plinthMetrics!.registry.metrics()
+  t.match(metrics, /http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/health"[^}]*\} 2/, 'both requests count under /api/v1/health')
+  t.notMatch(metrics, /route="\/api\/v1\/health\/"/, 'no series for the alias')
+})
+
+t.test('a host whose router ignores trailing slashes already gets no twin routes, whichever way it says so', async (t) => {
+  for (const options of [{ routerOptions: { ignoreTrailingSlash: true } }, { ignoreTrailingSlash: true }]) {
+    const app = await host(t, options)
+    await app.register(dbPlugin, { client: await freshDatabase(t) })
+    await app.register(healthPlugin, { prefix: '/api/v1' })
+    await app.register(resourcePlugin, { prefix: '/api/v1', name: 'notes' })
+    for (const url of ['/api/v1/health', '/api/v1/health/', '/api/v1/notes', '/api/v1/notes/']) {
+      t.equal((await app.inject(url)).statusCode, 200, `${JSON.stringify(options)}: GET ${url}`)
+    }
+  }
 })

@@ -14,6 +14,13 @@ export interface CreateTarget {
   unique?: boolean
 }
 
+/** `value` with the keys of every object in it in reverse order: the same JSON value, sent as other text. */
+export function reordered (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reordered)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).reverse().map(([key, item]) => [key, reordered(item)]))
+}
+
 let keys = 0
 export const newKey = () => `key-${process.pid}-${++keys}-${Date.now()}`
 
@@ -40,6 +47,18 @@ export function idempotencyTests (t: Test, app: App, target: CreateTarget) {
     t.equal(await rows(), before + 1, 'one row')
     t.equal((await post(payload)).statusCode, unique ? 409 : 201, 'without a key, the same body is a request of its own')
     t.equal(await rows(), before + (unique ? 1 : 2))
+  })
+
+  t.test('the same body with its keys in another order is the same request: a replay, not a 422', async (t) => {
+    const key = newKey()
+    const payload = body()
+    const before = await rows()
+    const first = await post(payload, key)
+    const again = await post(reordered(payload) as object, key)
+    t.equal(again.statusCode, first.statusCode)
+    t.equal(again.headers['idempotent-replayed'], 'true')
+    t.equal(again.payload, first.payload)
+    t.equal(await rows(), before + 1, 'one row')
   })
 
   t.test('the same key with another body is 422, and the first answer stays', async (t) => {

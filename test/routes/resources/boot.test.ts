@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type TProperties } from '@sinclair/typebox'
 import Fastify from 'fastify'
 import t from 'tap'
 import { BUILT_IN_TABLES } from '../../../db/resources.js'
@@ -53,6 +53,48 @@ t.test('bad options fail with a message naming the option', async (t) => {
     t.equal(error.message, message)
     t.equal(error.code, 'RESOURCE_INVALID_OPTIONS')
   }
+})
+
+t.test('a default its own field refuses fails the boot, naming the resource and the field', async (t) => {
+  const field = (schema: object) => ({ name: 'tasks', fields: { type: 'object', properties: { x: schema } } })
+  const cases: Array<[object, string]> = [
+    [{ name: 'tasks', fields: Type.Object({ priority: Type.Integer({ maximum: 5, default: 9 }) }) }, 'field "priority": default 9 must be <= 5'],
+    [field({ type: 'integer', minimum: 1, default: 0 }), 'field "x": default 0 must be >= 1'],
+    [field({ type: 'string', enum: ['open', 'done'], default: 'later' }), 'field "x": default "later" must be equal to one of the allowed values'],
+    [{ name: 'tasks', fields: Type.Object({ x: Type.Union([Type.Literal('a'), Type.Literal('b')], { default: 'c' }) }) }, 'field "x": default "c" must be equal to one of the allowed values'],
+    [field({ type: 'string', pattern: '^[0-9]+$', default: 'abc' }), 'field "x": default "abc" must match pattern "^[0-9]+$"'],
+    [field({ type: 'string', default: 5 }), 'field "x": default 5 must be string'],
+    [field({ type: 'string', maxLength: 2, default: 'abc' }), 'field "x": default "abc" must NOT have more than 2 characters'],
+    [field({ type: 'string', format: 'date', default: '2026-13-01' }), 'field "x": default "2026-13-01" must match format "date": YYYY-MM-DD, from 0001-01-01 to 9999-12-31'],
+    [field({ type: 'string', format: 'email', default: 'nobody' }), 'field "x": default "nobody" must match format "email"'],
+    [field({ type: 'string', default: null }), 'field "x": default null must be string'],
+    [field({ type: 'array', items: { type: 'string', enum: ['a'] }, default: ['b'] }), 'field "x": default ["b"] at /0 must be equal to one of the allowed values'],
+    [field({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], default: {} }), 'field "x": default {} must have required property \'n\''],
+    [field({ type: 'object', properties: { n: { type: 'integer', default: 'one' } } }), 'field "x": default "one" at /n must be integer']
+  ]
+  for (const [options, message] of cases) {
+    const error = t.throws(() => resolveResourceOptions(options as ResourceOptions)) as Error & { code?: string }
+    t.equal(error.message, `resource plugin: "tasks": ${message}`)
+    t.equal(error.code, 'RESOURCE_INVALID_OPTIONS')
+  }
+  t.ok(resolveResourceOptions(field({ type: 'string', nullable: true, default: null }) as ResourceOptions), 'null is the default of a nullable field')
+  t.ok(resolveResourceOptions(field({ type: 'string', format: 'date-time', default: '2026-11-24T10:00:00Z' }) as ResourceOptions))
+})
+
+t.test('readOnly and writeOnly: a field is one or the other, and a readOnly one never needs a body', async (t) => {
+  const cases: Array<[TProperties, string]> = [
+    [{ x: Type.String({ readOnly: true, writeOnly: true }) }, 'field "x": a field is readOnly or writeOnly, not both'],
+    [{ x: Type.String({ readOnly: true }) }, 'field "x": a readOnly field is never taken from a body, so a required one needs a default; give it one, or make it optional']
+  ]
+  for (const [properties, message] of cases) {
+    const error = t.throws(() => resolveResourceOptions({ name: 'tasks', fields: Type.Object(properties) })) as Error & { code?: string }
+    t.equal(error.message, `resource plugin: "tasks": ${message}`)
+  }
+  for (const fields of [
+    Type.Object({ x: Type.String({ readOnly: true, default: 'a' }) }),
+    Type.Object({ x: Type.Optional(Type.String({ readOnly: true })) }),
+    Type.Object({ x: Type.Union([Type.String(), Type.Null()], { readOnly: true }) })
+  ]) t.ok(resolveResourceOptions({ name: 'tasks', fields }), JSON.stringify(fields.properties.x))
 })
 
 t.test('no resource may use a table of the service, whatever its name', async (t) => {

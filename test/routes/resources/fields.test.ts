@@ -99,6 +99,23 @@ t.test('PATCH changes the fields sent and only those; null clears a nullable fie
   t.equal((await app.inject({ method: 'PATCH', url: `${TASKS}/99999`, payload: { priority: 1 } })).statusCode, 404)
 })
 
+t.test('a PATCH or PUT without a body is `{}`, as for records and the catalog', async (t) => {
+  const task = await createTask(app, { title: 'No body', priority: 5 })
+  const url = `${TASKS}/${task.id}`
+  const patched = await app.inject({ method: 'PATCH', url })
+  t.equal(patched.statusCode, 200)
+  t.same(patched.json(), task, 'a PATCH without a body changes nothing')
+  const replaced = await app.inject({ method: 'PUT', url })
+  t.equal(replaced.statusCode, 422)
+  t.same(replaced.json().errors, [{ path: '/body/title', message: 'is required' }], 'a PUT without a body misses what `{}` misses')
+  const notes = await buildResources(t, [{ name: 'notes', fields: Type.Object({ note: Type.Optional(Type.String()), rank: Type.Integer({ default: 1 }) }) }])
+  const note = await notes.inject({ method: 'POST', url: '/api/v1/notes/', payload: { note: 'x', rank: 2 } })
+  const reset = await notes.inject({ method: 'PUT', url: `/api/v1/notes/${note.json().id}` })
+  t.equal(reset.statusCode, 200)
+  t.match(reset.json(), { id: note.json().id, rank: 1 }, 'a PUT without a body replaces the row by `{}`: the defaults')
+  t.notOk('note' in reset.json())
+})
+
 t.test('DELETE is 204, then the row is gone', async (t) => {
   const task = await createTask(app, { title: 'Delete me' })
   const url = `${TASKS}/${task.id}`

@@ -55,7 +55,8 @@ t.test('a bad file stops the start with one line per problem, naming the resourc
     notes: { fields: { type: 'object', properties: { n: { type: 'integer' } } }, indexes: ['m'] },
     Bad: { fields: { type: 'object', properties: {} } },
     extra: { fields: { type: 'object', properties: {} }, colour: 'red' },
-    guarded: { fields: { type: 'object', properties: {} }, guards: { write: 'admins' } }
+    guarded: { fields: { type: 'object', properties: {} }, guards: { write: 'admins' } },
+    defaulted: { fields: { type: 'object', properties: { due: { type: 'string', format: 'date', default: '2026-02-30' } } } }
   })
   const error = t.throws(() => loadConfig({ RESOURCES_FILE: path })) as Error & { code: string }
   t.equal(error.code, 'PLINTH_INVALID_CONFIG')
@@ -64,7 +65,8 @@ t.test('a bad file stops the start with one line per problem, naming the resourc
     `RESOURCES_FILE ${path}: notes: indexes names "m", which is not a field`,
     `RESOURCES_FILE ${path}: Bad: a resource name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters`,
     `RESOURCES_FILE ${path}: extra.colour: unexpected property`,
-    `RESOURCES_FILE ${path}: guarded.guards.write: expected union value`
+    `RESOURCES_FILE ${path}: guarded.guards.write: expected union value`,
+    `RESOURCES_FILE ${path}: defaulted: field "due": default "2026-02-30" must match format "date": YYYY-MM-DD, from 0001-01-01 to 9999-12-31`
   ])
   t.throws(() => loadConfig({ RESOURCES_FILE: '/nonexistent/resources.json' }), { message: /^RESOURCES_FILE \/nonexistent\/resources.json: ENOENT/ })
   const truncated = await resourcesFile(t, '{ "tasks": ')
@@ -102,11 +104,13 @@ t.test('plinth migrate creates a file resource\'s table, adds new fields, and re
   const title = { type: 'string', minLength: 1 }
 
   const first = await migrate(loadConfig({ DATABASE_URL: url, RESOURCES: 'records', RESOURCES_FILE: await version({ title }) }))
-  t.match(first, /^migrations applied, resource tables ready: records, notes \((pglite|postgres)\)$/)
-  await migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ title, due: { type: 'string', format: 'date' } }) }))
+  t.match(first, /^applied \d+ migrations; created the tables records, notes \((pglite|postgres)\)$/)
+  const grown = await migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ title, due: { type: 'string', format: 'date' } }) }))
+  t.match(grown, /^updated the table notes; records up to date \((pglite|postgres)\)$/, 'it says what it changed')
   const client = await connect(url)
-  t.teardown(() => client.close())
   const columns = await client.db.execute(sql`select column_name as name from information_schema.columns where table_name = 'notes' order by ordinal_position`) as unknown as Array<{ name: string }>
+  // Closed before the next migrate: a PGlite folder is one process's, one client's, at a time.
+  await client.close()
   t.same((Array.isArray(columns) ? columns : (columns as { rows: Array<{ name: string }> }).rows).map((column) => column.name), ['id', 'created_at', 'updated_at', 'title', 'due'], 'the new field is a new column')
   await t.rejects(migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ due: { type: 'string', format: 'date' } }) })), {
     code: 'RESOURCE_TABLE_INVALID', message: /field "title" was removed/
