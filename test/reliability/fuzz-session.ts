@@ -38,6 +38,7 @@ export class FuzzSession {
   private readonly mailedTokens: AccountTokenRepository
   private accountRows = ''
   private target: { collection: string, id: number } | undefined
+  private moves = 0
 
   private constructor (
     private readonly app: App,
@@ -50,10 +51,11 @@ export class FuzzSession {
     this.mailedTokens = createAccountTokenRepository(app.plinthDb.db, createSessionRepository(app.plinthDb.db))
     const json = (body: object): Payload => ({ contentType: 'application/json', payload: JSON.stringify(body) })
     // The token of a link as if it had been mailed to an account of its own, whose sessions nothing else uses.
-    const mailed = async (purpose: 'reset' | 'verify') => {
+    const mailed = async (purpose: 'reset' | 'verify' | 'email_change') => {
       const { token, hash } = newAccountToken()
       const expires = new Date(Date.now() + 60_000)
       if (purpose === 'reset') await this.mailedTokens.issueReset(mailedAccount.email, hash, expires)
+      else if (purpose === 'email_change') await this.mailedTokens.issueEmailChange(mailedAccount.id, `moved${++this.moves}@fuzz.example.com`, hash, expires)
       else await this.mailedTokens.issueVerify(mailedAccount.id, hash, expires)
       return token
     }
@@ -69,6 +71,7 @@ export class FuzzSession {
       logout: spend,
       resetPassword: async () => json({ token: await mailed('reset'), new_password: PASSWORD }),
       verifyEmail: async () => json({ token: await mailed('verify') }),
+      confirmEmail: async () => json({ token: await mailed('email_change') }),
       // The user's password; the superuser's differs, so its 403 is the other answer.
       deleteMe: async () => json({ current_password: PASSWORD })
     }
