@@ -111,6 +111,14 @@ t.test('nor do the catalog and resources take a form in a host that parses forms
   }
 })
 
+t.test('a route that reads no body answers as usual whatever its content type', async (t) => {
+  const app = await build(t)
+  const { email } = await register(app, 'ada@example.com')
+  const session = await login(app, email)
+  const res = await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: { ...session.headers, 'content-type': URLENCODED }, payload: 'a=1' })
+  t.equal(res.statusCode, 200)
+})
+
 t.test('the OpenAPI document offers forms at the two OAuth endpoints only', async (t) => {
   const app = await build(t)
   const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as {
