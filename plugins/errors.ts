@@ -4,9 +4,10 @@ import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
-  constraintColumns, constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, serverBusyIn, sqlState,
-  type ConstraintColumns, type ConstraintViolation
+  constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, serverBusyIn, sqlState,
+  type ConstraintViolation
 } from '../db/errors.js'
+import { constraintColumns, type ConstraintColumns } from '../db/constraints.js'
 import { TEXT_PATTERN, addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema, type Problem, type ValidationProblem } from '../schemas/error.js'
 import { FORMAT_MESSAGES, unstorableText } from '../schemas/storable.js'
