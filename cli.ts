@@ -192,13 +192,15 @@ async function readConfig () {
 async function runMigrate (values: Values) {
   if (typeof values.app === 'string') return migrateApp(values.app)
   const { migrate } = await import('./db/migrate.js')
-  console.log(await migrate(await readConfig()))
+  const { fieldTablesOf } = await import('./config.js')
+  const config = await readConfig()
+  console.log(await migrate(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(config) }))
 }
 
 /** Why `value` fails `schema` as the API's validator words it, or undefined when it passes. */
 async function refusal (field: string, schema: TSchema, value: string): Promise<string | undefined> {
   const { Type } = await import('@sinclair/typebox')
-  const { validatorCompiler } = await import('./plugins/validation.js')
+  const { validatorCompiler } = await import('./http/validation.js')
   const validate = validatorCompiler({ schema: Type.Object({ [field]: schema }), method: 'POST', url: '', httpPart: 'body' })
   if (validate({ [field]: value }) === true) return undefined
   return validate.errors?.[0]?.message ?? 'refused'

@@ -12,9 +12,9 @@ import { connect } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 import { redactUrl, redactUrlsIn } from './db/redact-url.js'
 import { createTables } from './db/resources.js'
-import { withoutValues } from './plugins/errors.js'
+import { withoutValues } from './http/problems.js'
 import { metricsServer } from './plugins/metrics.js'
-import { startTracing } from './plugins/tracing.js'
+import { startTracing } from './telemetry/tracing.js'
 
 const GRACE_MS = 10_000
 const DRAIN_MS = 2_000

@@ -1,8 +1,9 @@
 import { and, asc, count, eq, getTableColumns, getTableName, gt, is, sql, SQL, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
-import { batched } from './batch.js'
+import { batched } from '../concurrency/batch.js'
 import type { Database, Runnable } from './client.js'
-import { isDatabaseUnavailable, isRefusedValue, serverBusyIn } from './errors.js'
+import { serverBusyIn } from '../concurrency/busy.js'
+import { isDatabaseUnavailable, isRefusedValue } from './errors.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
 

@@ -3,7 +3,7 @@ import createError from '@fastify/error'
 import { and, asc, count, desc, eq, getTableColumns, getTableName, or, sql, type InferSelectModel, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import type { FieldKind } from '../schemas/fields.js'
-import { coalesced } from './batch.js'
+import { coalesced } from '../concurrency/batch.js'
 import type { Database, Preparable, Runnable } from './client.js'
 import { containsPattern } from './items.js'
 

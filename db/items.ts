@@ -1,6 +1,6 @@
 import { and, asc, count, getTableColumns, gt, sql } from 'drizzle-orm'
 import type { Database, Preparable } from './client.js'
-import { coalesced } from './batch.js'
+import { coalesced } from '../concurrency/batch.js'
 import { createRepository, type Repository } from './crud.js'
 import { itemCounts, items } from './schema.js'
 

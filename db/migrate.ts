@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { fieldTablesOf, type Config } from '../config.js'
 import { connect, type Database, type Driver } from './client.js'
+import type { FieldTableSpec } from './field-table.js'
 import { createTables } from './resources.js'
 import { fieldTableDefinitions } from './schema.js'
 
@@ -46,13 +46,12 @@ export function changes (before: SchemaState, after: SchemaState, tables: readon
 }
 
 /** `plinth migrate` and `npm run db:migrate`: migrations and the tables of RESOURCES and RESOURCES_FILE; returns what it did, in one line. */
-export async function migrate (config: Config): Promise<string> {
-  const fieldTables = fieldTablesOf(config)
-  const client = await connect(config.DATABASE_URL)
+export async function migrate (url: string, { resources, fieldTables }: { resources: string[], fieldTables: FieldTableSpec[] }): Promise<string> {
+  const client = await connect(url)
   try {
     const before = await schemaState(client.db)
-    await createTables(client, config.RESOURCES, fieldTables)
-    return changes(before, await schemaState(client.db), [...config.RESOURCES, ...fieldTables.map((spec) => spec.table)], client.driver)
+    await createTables(client, resources, fieldTables)
+    return changes(before, await schemaState(client.db), [...resources, ...fieldTables.map((spec) => spec.table)], client.driver)
   } finally {
     await client.close()
   }

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, exists, getTableColumns, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
-import { batched } from './batch.js'
+import { batched } from '../concurrency/batch.js'
 import { versionOf, type Versioned } from './crud.js'
 import type { Database } from './client.js'
 import { loginFailures, refreshTokens, sessions, users } from './schema.js'

@@ -1,6 +1,6 @@
 import cors from '@fastify/cors'
 import fp from 'fastify-plugin'
-import type { App } from './validation.js'
+import type { App } from '../http/types.js'
 
 export interface CorsOptions {
   /** Exact origins allowed to call the API from a browser; empty means no CORS headers at all. */

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { connect, type DatabaseClient } from '../db/client.js'
-import type { App } from './validation.js'
+import type { App } from '../http/types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -7,10 +7,10 @@ import { Type } from '@sinclair/typebox'
 import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { problemResponses } from '../schemas/error.js'
-import { openapiDocument } from './openapi-document.js'
-import { readOptions } from './options.js'
-import { assertBeforeRoutes } from './order.js'
-import type { App } from './validation.js'
+import { openapiDocument } from '../http/openapi-document.js'
+import { readOptions } from '../http/options.js'
+import { assertBeforeRoutes } from '../http/order.js'
+import type { App } from '../http/types.js'
 
 export const InvalidDocsOptions = createError('DOCS_INVALID_OPTIONS', 'docs plugin: %s')
 

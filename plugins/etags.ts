@@ -1,18 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import createError from '@fastify/error'
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { MIN_SECRET_BYTES } from './auth/options.js'
-import { readOptions } from './options.js'
-import type { App } from './validation.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The key of every row's ETag (plugins/conditional.ts), derived from etagsPlugin's secret. */
-    plinthEtagKey: Buffer
-  }
-}
+import { ETAG_KEY_WARNING } from '../http/etag-key.js'
+import { MIN_SECRET_BYTES } from './auth/keys.js'
+import { readOptions } from '../http/options.js'
+import type { App } from '../http/types.js'
 
 export const InvalidEtagsOptions = createError('ETAGS_INVALID_OPTIONS', 'etags plugin: %s')
 
@@ -23,21 +16,8 @@ export const EtagsOptionsSchema = Type.Object({
 
 export type EtagsOptions = Partial<Static<typeof EtagsOptionsSchema>>
 
-export const ETAG_KEY_WARNING = 'ETags are keyed per process (SECRET_KEY is not set, or etagsPlugin has no secret or is not registered): ' +
-  'they change at restart, and another process on the same database answers 412 to them in If-Match'
-
 // Its own key, never the secret itself: an ETag then tells nothing of what the secret signs.
 const keyOf = (secret: string) => createHmac('sha256', secret).update('plinth etags').digest()
-
-/** The key of a process without etagsPlugin, made at the first profile that needs one. */
-let processKey: Buffer | undefined
-
-/** The ETag key of `app`: etagsPlugin's, else this process's own, with a warning the first time. */
-export function etagKeyOf (app: FastifyInstance): Buffer {
-  if (app.hasDecorator('plinthEtagKey')) return app.plinthEtagKey
-  if (processKey === undefined) app.log.warn(ETAG_KEY_WARNING)
-  return (processKey ??= randomBytes(32))
-}
 
 /** Keys the ETags of plinth's profiles; register it before them. Without a secret, a random key per process. */
 async function etagsPlugin (app: App, opts: EtagsOptions) {

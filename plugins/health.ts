@@ -1,13 +1,13 @@
 import createError from '@fastify/error'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
-import { coalesced } from '../db/batch.js'
+import { coalesced } from '../concurrency/batch.js'
 import { addSchemas, ref } from '../schemas/common.js'
 import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
 import { documentRoutes } from './docs.js'
 import { neverShed } from './overload.js'
-import { trailingSlashAliases } from './trailing-slash.js'
+import { trailingSlashAliases } from '../http/trailing-slash.js'
 
 const READY_TIMEOUT_MS = 2000
 

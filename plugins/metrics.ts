@@ -3,10 +3,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { serverBusyIn, type ShedReason } from '../db/errors.js'
-import { shown } from './options.js'
-import { canonicalUrl } from './trailing-slash.js'
-import type { App } from './validation.js'
+import { serverBusyIn, type ShedReason } from '../concurrency/busy.js'
+import { shown } from '../http/options.js'
+import { canonicalUrl } from '../http/trailing-slash.js'
+import type { App } from '../http/types.js'
 
 export const InvalidMetricsOptions = createError('PLINTH_INVALID_METRICS_OPTIONS', 'metricsPlugin: %s')
 

@@ -7,12 +7,12 @@ import underPressure from '@fastify/under-pressure'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { QueueBound } from '../db/gate.js'
-import { serverBusy, type ShedReason } from '../db/errors.js'
-import { problem } from './errors.js'
-import { assertBeforeRoutes } from './order.js'
-import { readOptions } from './options.js'
-import type { App } from './validation.js'
+import type { QueueBound } from '../concurrency/gate.js'
+import { serverBusy, type ShedReason } from '../concurrency/busy.js'
+import { problem } from '../http/problems.js'
+import { assertBeforeRoutes } from '../http/order.js'
+import { readOptions } from '../http/options.js'
+import type { App } from '../http/types.js'
 
 export const InvalidOverloadOptions = createError('OVERLOAD_INVALID_OPTIONS', 'overload plugin: %s')
 const BodyTimeout = createError('REQUEST_TIMEOUT', 'The request body did not arrive within %s s', 408)

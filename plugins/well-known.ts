@@ -4,9 +4,9 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GRANT_TYPES } from '../schemas/token.js'
 import { documentRoutes } from './docs.js'
-import { readOptions } from './options.js'
-import { trailingSlashAliases } from './trailing-slash.js'
-import type { App } from './validation.js'
+import { readOptions } from '../http/options.js'
+import { trailingSlashAliases } from '../http/trailing-slash.js'
+import type { App } from '../http/types.js'
 
 export const InvalidWellKnownOptions = createError('WELL_KNOWN_INVALID_OPTIONS', 'well-known plugin: %s')
 

@@ -221,8 +221,11 @@ t.test('docs/configuration.md names every boolean, and only those, where it says
 
 t.test('every environment variable the product reads beside config.ts is in docs/configuration.md', async (t) => {
   const root = new URL('../', import.meta.url)
-  const sources = ['', 'plugins/', 'plugins/auth/', 'routes/accounts/', 'routes/catalog/', 'routes/resources/', 'db/', 'mail/', 'schemas/']
-    .flatMap((dir) => readdirSync(new URL(dir, root)).filter((file) => file.endsWith('.ts') && file !== 'config.ts').map((file) => `${dir}${file}`))
+  const tooling = new Set(['node_modules', 'dist', 'build', 'test', 'bench', 'scripts', 'client', 'data'])
+  const top = readdirSync(root, { withFileTypes: true }).filter((entry) => !entry.name.startsWith('.') && !tooling.has(entry.name))
+  const sources = top.flatMap((entry) => entry.isDirectory()
+    ? readdirSync(new URL(`${entry.name}/`, root), { recursive: true }).map((file) => `${entry.name}/${String(file)}`)
+    : [entry.name]).filter((file) => file.endsWith('.ts') && file !== 'config.ts')
   const read = sources.flatMap((file) => [...readFileSync(new URL(file, root), 'utf8').matchAll(/process\.env\.([A-Z0-9_]+)/g)].map((match) => [file, match[1]!]))
   t.ok(read.length > 0, 'tracing reads OpenTelemetry\'s own variables')
   for (const [file, name] of read) t.match(docs, `\`${name}\``, `${name}, read in ${file}`)

@@ -1,18 +1,15 @@
 import { randomBytes } from 'node:crypto'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Versioned } from '../../db/crud.js'
 import { createSessionLookup } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
-import { problemErrorHandler } from '../errors.js'
+import { problemErrorHandler } from '../../http/problems.js'
 import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser, notVerified } from './errors.js'
 import { loadSigningKeys } from './keys.js'
 import { resolveAuthOptions, type AuthOptions } from './options.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
-import type { App } from '../validation.js'
-
-/** A guard: refuses the request with a problem document, or lets it through with `request.account` set. */
-export type Guard = (this: App, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+import type { App, Guard } from '../../http/types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -120,5 +117,6 @@ export default fp(authPlugin, {
   dependencies: ['plinth-db'],
   decorators: { fastify: ['plinthDb'] }
 })
+export type { Guard } from '../../http/types.js'
 export { TokenError, type TokenClaims, type Tokens } from './tokens.js'
 export { AuthOptionsSchema, type AuthOptions } from './options.js'

@@ -1,6 +1,9 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto'
 import { InvalidAuthOptions } from './errors.js'
 
+/** The shortest HS256 secret taken: an HMAC key shorter than its hash's output is weaker than the hash, and a short one is guessed. */
+export const MIN_SECRET_BYTES = 32
+
 export const ALGORITHMS = ['HS256', 'EdDSA', 'ES256'] as const
 export type Algorithm = typeof ALGORITHMS[number]
 

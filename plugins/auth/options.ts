@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { readOptions } from '../options.js'
+import { readOptions } from '../../http/options.js'
 import { InvalidAuthOptions } from './errors.js'
-import { ALGORITHMS } from './keys.js'
+import { ALGORITHMS, MIN_SECRET_BYTES } from './keys.js'
 
 const Optional = (description: string) => Type.Optional(Type.String({ minLength: 1, errorMessage: 'must be a non-empty string', description }))
 
@@ -20,9 +20,6 @@ export const AuthOptionsSchema = Type.Object({
 })
 
 export type AuthOptions = Partial<Static<typeof AuthOptionsSchema>>
-
-/** The shortest HS256 secret taken: an HMAC key shorter than its hash's output is weaker than the hash, and a short one is guessed. */
-export const MIN_SECRET_BYTES = 32
 
 export function resolveAuthOptions (opts: AuthOptions) {
   const options = readOptions(AuthOptionsSchema, opts, InvalidAuthOptions)

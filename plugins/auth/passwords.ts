@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
-import { createGate, type QueueBound, type Reservation, type Share } from '../../db/gate.js'
+import { createGate, type QueueBound, type Reservation, type Share } from '../../concurrency/gate.js'
 
 // OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane); 2 is Argon2id (a const enum tsc cannot inline here).
 export const PARAMS = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 }

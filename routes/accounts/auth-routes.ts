@@ -4,13 +4,13 @@ import { scopeList } from '../../db/users.js'
 import { inactiveUser } from '../../plugins/auth/errors.js'
 import { hashPassword, needsRehash } from '../../plugins/auth/passwords.js'
 import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
-import type { App } from '../../plugins/validation.js'
+import type { App } from '../../http/types.js'
 import type { TokenRequest } from '../../schemas/token.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, InvalidCredentials, InvalidRefreshToken, UnverifiedEmail } from './errors.js'
 import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
 import { checkPassword, hashShare, untilGone } from './password-check.js'
-import { limit } from './rate-limits.js'
+import { limit } from '../../http/rate-limits.js'
 
 const USER_AGENT_MAX = 512
 

@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyRequest } from 'fastify'
-import { FORM_TYPES, type App } from '../../plugins/validation.js'
+import type { App } from '../../http/types.js'
+import { FORM_TYPES } from '../../http/validation.js'
 import { FormNotTaken } from './errors.js'
 
 const URLENCODED = 'application/x-www-form-urlencoded'

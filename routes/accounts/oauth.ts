@@ -1,6 +1,6 @@
 import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { problem, problemErrorHandler } from '../../plugins/errors.js'
+import { problem, problemErrorHandler } from '../../http/problems.js'
 import type { OAuthError, OAuthErrorCode } from '../../schemas/token.js'
 
 export const InvalidRequest = createError('AUTH_INVALID_REQUEST', '%s', 400)

@@ -1,10 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { SendMail } from '../../mail/senders.js'
 import { TEMPLATE_NAMES, withOverrides } from '../../mail/templates.js'
-import { PageLimitOptions, pageLimits, readOptions, shown } from '../../plugins/options.js'
+import { PageLimitOptions, pageLimits, readOptions, shown } from '../../http/options.js'
 import { InvalidAccountsOptions } from './errors.js'
-import { ConditionalOptions } from '../../plugins/conditional.js'
-import { IdempotencyOptions } from '../../plugins/idempotency.js'
+import { ConditionalOptions } from '../../http/conditional.js'
+import { IdempotencyOptions } from '../../http/idempotency.js'
 
 const Count = (min: number, fallback: number) => Type.Integer({ minimum: min, default: fallback, errorMessage: `must be an integer of at least ${min}` })
 

@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify'
-import type { Share } from '../../db/gate.js'
+import type { Share } from '../../concurrency/gate.js'
 import type { Attempter } from '../../db/sessions.js'
 import type { UserRow } from '../../db/users.js'
 import { dummyHash, reserveVerify, verifyPassword, whileConnected } from '../../plugins/auth/passwords.js'
 import type { AccountsContext } from './context.js'
 import { WrongCurrentPassword, tooManyFailures, tooManyHashes } from './errors.js'
-import { clientAddress } from './rate-limits.js'
+import { clientAddress } from '../../http/rate-limits.js'
 
 // A requester's own hashes go by at argon2 speed: a second is long enough for one of them to finish.
 const SHARE_RETRY_AFTER_SECONDS = 1

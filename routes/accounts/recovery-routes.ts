@@ -1,10 +1,10 @@
 import type { TokenRefusal } from '../../db/account-tokens.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
-import type { App } from '../../plugins/validation.js'
+import type { App } from '../../http/types.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { hashShare } from './password-check.js'
 import { AlreadyVerified, EmailTaken, InvalidEmailChangeToken, InvalidResetToken, InvalidVerifyToken, tooManyMails } from './errors.js'
-import { limit } from './rate-limits.js'
+import { limit } from '../../http/rate-limits.js'
 
 export const FORGOT_NOTICE = 'If an active account has this email, a link to reset its password has been sent to it'
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { SessionRow } from '../../db/sessions.js'
 import { invalidToken } from '../../plugins/auth/errors.js'
-import type { App } from '../../plugins/validation.js'
+import type { App } from '../../http/types.js'
 import { page } from '../../schemas/page.js'
 import type { AccountsContext } from './context.js'
 import { SessionNotFound, UserNotFound } from './errors.js'

@@ -3,14 +3,14 @@ import type { Versioned } from '../../db/crud.js'
 import type { NewUserRow, UserRow } from '../../db/users.js'
 import { scopeText } from '../../db/users.js'
 import { hashPassword } from '../../plugins/auth/passwords.js'
-import { preconditionFailed, refusal, rowEtags } from '../../plugins/conditional.js'
-import { locationOf } from '../../plugins/idempotency.js'
-import type { App } from '../../plugins/validation.js'
+import { preconditionFailed, refusal, rowEtags } from '../../http/conditional.js'
+import { locationOf } from '../../http/idempotency.js'
+import type { App } from '../../http/types.js'
 import { page } from '../../schemas/page.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { EmailTaken, LastSuperuser, UserNotFound, tooManyMails } from './errors.js'
 import { checkCurrentPassword, hashShare } from './password-check.js'
-import { limit } from './rate-limits.js'
+import { limit } from '../../http/rate-limits.js'
 
 type Change = Partial<NewUserRow> & { password?: string }
 

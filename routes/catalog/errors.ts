@@ -1,5 +1,5 @@
 import createError from '@fastify/error'
-import { inputError } from '../../plugins/errors.js'
+import { inputError } from '../../http/problems.js'
 
 export const ItemNotFound = createError('CATALOG_ITEM_NOT_FOUND', 'item %s not found', 404)
 

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { Guard } from '../../plugins/auth/index.js'
-import { ConditionalOptions } from '../../plugins/conditional.js'
-import { IdempotencyOptions } from '../../plugins/idempotency.js'
-import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../plugins/options.js'
+import type { Guard } from '../../http/types.js'
+import { ConditionalOptions } from '../../http/conditional.js'
+import { IdempotencyOptions } from '../../http/idempotency.js'
+import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../http/options.js'
 import { InvalidCatalogOptions } from './errors.js'
 
 export const CatalogOptionsSchema = Type.Object({

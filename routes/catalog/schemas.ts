@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { PG_INT_MAX, Text, ref } from '../../schemas/common.js'
-import type { Guards } from '../../plugins/options.js'
+import type { Guards } from '../../http/options.js'
 import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../schemas/conditional.js'
 import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'

@@ -1,5 +1,5 @@
 import createError from '@fastify/error'
-import { inputError } from '../../plugins/errors.js'
+import { inputError } from '../../http/problems.js'
 
 /** `records 7 not found`: the detail names the resource and the id. */
 export const RecordNotFound = createError('RESOURCE_NOT_FOUND', '%s %s not found', 404)

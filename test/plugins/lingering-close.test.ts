@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { LINGER } from '../../plugins/errors.js'
+import { LINGER } from '../../http/problems.js'
 import { build } from '../support/app.js'
 
 const BODY_LIMIT = 1024 * 1024

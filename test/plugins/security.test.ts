@@ -25,7 +25,7 @@ t.test('every API response carries the API security headers and nothing that nam
 })
 
 t.test('Swagger UI\'s pages carry helmet\'s full set, with a policy they run under', async (t) => {
-  const { securityHeaders } = await import('../../plugins/security.js')
+  const { securityHeaders } = await import('../../http/security-headers.js')
   const helmetDefaults = Object.keys(securityHeaders({}))
   t.ok(helmetDefaults.length >= 10, 'helmet\'s default set')
   t.notOk('x-powered-by' in securityHeaders({}))

@@ -2,9 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { loadConfig } from '../../../config.js'
+import { fieldTablesOf, loadConfig, type Config } from '../../../config.js'
 import { connect } from '../../../db/client.js'
-import { migrate } from '../../../db/migrate.js'
+import { migrate as migrateDatabase } from '../../../db/migrate.js'
+
+const migrate = (config: Config) => migrateDatabase(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(config) })
 import { build, newAccount } from '../../support/app.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from '../../support/database.js'
 import { httpRequest } from '../../support/http.js'

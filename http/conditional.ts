@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto'
 import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { etagKeyOf } from './etags.js'
+import { etagKeyOf } from './etag-key.js'
 
 /**
  * Conditional requests (RFC 9110 section 13) on single rows. A row's version is PostgreSQL's

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify'
-import { newAccountToken, type AccountTokenRepository } from '../../db/account-tokens.js'
-import type { RateCounter } from '../../db/rate-limits.js'
-import type { UserRow } from '../../db/users.js'
-import type { Mailer } from '../../mail/mailer.js'
-import type { TemplateName } from '../../mail/templates.js'
+import { newAccountToken, type AccountTokenRepository } from '../db/account-tokens.js'
+import type { RateCounter } from '../db/rate-limits.js'
+import type { UserRow } from '../db/users.js'
+import type { Mailer } from './mailer.js'
+import type { TemplateName } from './templates.js'
 
 export interface AccountMailOptions {
   tokens: AccountTokenRepository

@@ -1,5 +1,5 @@
 import createError from '@fastify/error'
-import type { App } from './validation.js'
+import type { App } from './types.js'
 
 const OutOfOrder = createError('PLINTH_PLUGIN_ORDER', '%s must be registered before %s: %s')
 

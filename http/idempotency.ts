@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify'
 import { createIdempotencyStore } from '../db/idempotency.js'
 import type { Database } from '../db/client.js'
-import { inputError } from './errors.js'
+import { inputError } from '../http/problems.js'
 
 /**
  * Idempotency-Key on the routes that create, after the IETF httpapi draft: the first request

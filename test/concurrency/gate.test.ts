@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { createGate } from '../../db/gate.js'
+import { createGate } from '../../concurrency/gate.js'
 import { freshDatabase, TEST_DATABASE_URL } from '../support/database.js'
 
 t.test('the gate runs at most `limit` tasks at once, in arrival order', async (t) => {

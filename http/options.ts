@@ -1,7 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import type { FastifyError } from 'fastify'
-import type { Guard } from './auth/index.js'
+import type { Guard } from './types.js'
 import { PG_INT_MAX } from '../schemas/common.js'
 
 /** A plugin's boot error, made with @fastify/error: `new Invalid('maxLimit must be ...')`. */

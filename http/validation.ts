@@ -1,11 +1,7 @@
 import type { Options } from 'ajv'
 import { Ajv2019 } from 'ajv/dist/2019.js'
 import addFormats from 'ajv-formats'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type {
-  FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError,
-  RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
-} from 'fastify'
+import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { jsonbKeyword, storableFormats } from '../schemas/storable.js'
 
 // Fastify's defaults, but a JSON body is never coerced ("price": "5" is refused), while query strings and
@@ -79,6 +75,3 @@ export const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-
 export function jsonBodiesOnly (app: FastifyInstance) {
   for (const type of FORM_TYPES) if (app.hasContentTypeParser(type)) app.removeContentTypeParser(type)
 }
-
-/** plinth's Fastify instance: TypeBox route schemas type the handlers. Every plugin and route module takes one. */
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>

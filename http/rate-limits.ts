@@ -1,9 +1,9 @@
 import createError from '@fastify/error'
 import rateLimit, { normalizeIP, type FastifyRateLimitStore, type FastifyRateLimitStoreCtor, type RateLimitOptions } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
-import type { RateCounter } from '../../db/rate-limits.js'
-import { canonicalUrl } from '../../plugins/trailing-slash.js'
-import type { App } from '../../plugins/validation.js'
+import type { RateCounter } from '../db/rate-limits.js'
+import { canonicalUrl } from './trailing-slash.js'
+import type { App } from './types.js'
 
 const RateLimited = createError('RATE_LIMITED', 'Too many requests to %s from this address; retry in %s seconds', 429)
 

@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres'
-import { queryTracing, tracedQuery } from './tracing.js'
+import { queryTracing, tracedQuery } from '../db/tracing.js'
 
 /** How many tasks may wait their turn; beyond it a task is refused at once with `refuse()`'s error. */
 export interface QueueBound {

@@ -3,7 +3,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { queryTracing, tracedQuery } from '../../db/tracing.js'
-import { startTracing } from '../../plugins/tracing.js'
+import { startTracing } from '../../telemetry/tracing.js'
 import { build, login, register } from '../support/app.js'
 
 const NEEDLE = 'needle-6f2c'
@@ -125,7 +125,7 @@ t.test('with tracing on', async (t) => {
 })
 
 t.test('without the SDK packages, the error says what to install', async (t) => {
-  const load = (name: string) => t.mockImport<typeof import('../../plugins/tracing.js')>('../../plugins/tracing.js', { '@fastify/otel': notInstalled(name) })
+  const load = (name: string) => t.mockImport<typeof import('../../telemetry/tracing.js')>('../../telemetry/tracing.js', { '@fastify/otel': notInstalled(name) })
   await t.rejects((await load('@fastify/otel')).startTracing(), {
     message: 'tracing needs the OpenTelemetry SDK: run `npm install @opentelemetry/sdk-node@0.222 @fastify/otel@0.21 @opentelemetry/exporter-trace-otlp-proto@0.222`'
   })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { coalesced } from '../../db/batch.js'
+import { coalesced } from '../../concurrency/batch.js'
 
 /** A run whose calls are recorded and ended by hand, each answering what was "written" when it started. */
 function controlled () {

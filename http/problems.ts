@@ -1,0 +1,289 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+import createError from '@fastify/error'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import {
+  constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, sqlState,
+  type ConstraintViolation
+} from '../db/errors.js'
+import { serverBusyIn } from '../concurrency/busy.js'
+import { constraintColumns, type ConstraintColumns } from '../db/constraints.js'
+import { TEXT_PATTERN } from '../schemas/common.js'
+import type { Problem, ValidationProblem } from '../schemas/error.js'
+import { FORMAT_MESSAGES, unstorableText } from '../schemas/storable.js'
+import { apiSecurityHeaders } from './security-headers.js'
+
+type ValidationError = NonNullable<FastifyError['validation']>[number]
+
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_BODY',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_BODY',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_BODY',
+  FST_ERR_BAD_URL: 'MALFORMED_URL',
+  FST_ERR_MAX_PARAM_LENGTH: 'PATH_PARAMETER_TOO_LONG'
+}
+
+const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
+
+/**
+ * Input that passed its schema but is still wrong: a 422 whose `errors[]` names the part, like a
+ * schema failure. `inputError('CATALOG_INVALID_INPUT')('querystring', '/offset', 'must be 0 ...')`.
+ */
+export function inputError (code: string) {
+  const InvalidInput = createError(code, '/%s%s %s', 422)
+  return (context: 'params' | 'querystring' | 'body' | 'headers', path: string, message: string): FastifyError =>
+    Object.assign(new InvalidInput(context, path, message), {
+      validationContext: context,
+      validation: [{ keyword: 'input', instancePath: path, schemaPath: '#', params: {}, message }]
+    })
+}
+
+export function problem (status: number, code: string, detail: string): Problem {
+  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code }
+}
+
+type ProblemParts = ValidationProblem['errors']
+
+// One class for the errors a host throws with codes of its own: the handler reads `statusCode`, `code` and `errors`.
+const HostProblem = createError('PLINTH_PROBLEM', '%s')
+
+/** An error that plinth's error handler answers as the problem document of `status`, `code` and `detail`. */
+export function problemError (status: number, code: string, detail: string): FastifyError {
+  return Object.assign(new HostProblem(detail), { code, statusCode: status })
+}
+
+/**
+ * A 422 like a schema's, `errors[]` naming each part of the request that is wrong:
+ * `throw validationError({ '/body/title': 'is reserved' })`.
+ */
+export function validationError (errors: Record<string, string>, code = 'VALIDATION_FAILED'): FastifyError {
+  const parts = Object.entries(errors).map(([path, message]) => ({ path, message }))
+  return Object.assign(problemError(422, code, parts.map(({ path, message }) => `${path} ${message}`).join('; ')), { errors: parts })
+}
+
+/** A 409: the request conflicts with the state of the data. */
+export const conflictError = (code: string, detail: string) => problemError(409, code, detail)
+
+/** A 403: the caller is known and may not do this. */
+export const forbiddenError = (code: string, detail: string) => problemError(403, code, detail)
+
+/** A 404: nothing there, or nothing this caller may see. */
+export const notFoundError = (code: string, detail: string) => problemError(404, code, detail)
+
+const isPart = (part: unknown): part is ProblemParts[number] =>
+  typeof (part as { path?: unknown })?.path === 'string' && typeof (part as { message?: unknown }).message === 'string'
+
+/** The parts a thrown 422 names: its `errors` of paths and messages (validationError's), else none. */
+function partsOf (error: FastifyError): ProblemParts {
+  const { errors } = error as { errors?: unknown }
+  return Array.isArray(errors) ? errors.filter(isPart).map(({ path, message }) => ({ path, message })) : []
+}
+
+/** The status an error was thrown with: Fastify's `statusCode`, or the `status` of http-errors and its kin. */
+function statusOf (error: FastifyError): number {
+  const { status } = error as { status?: unknown }
+  return error.statusCode ?? (typeof status === 'number' ? status : 500)
+}
+
+function pointer (context: string | undefined, error: ValidationError): string {
+  const missing = error.keyword === 'required' ? `/${String(error.params.missingProperty)}` : ''
+  return `/${context ?? 'request'}${error.instancePath}${missing}`
+}
+
+function message (error: ValidationError & { data?: unknown }): string {
+  if (error.keyword === 'required') return 'is required'
+  // The text pattern fails exactly where unstorableText finds a reason.
+  if (error.keyword === 'pattern' && error.params.pattern === TEXT_PATTERN) return `must not contain ${unstorableText(error.data as string) as string}`
+  const formatMessage = error.keyword === 'format' ? FORMAT_MESSAGES[error.params.format as string] : undefined
+  return formatMessage ?? error.message ?? 'is invalid'
+}
+
+function validationProblem (error: FastifyError): ValidationProblem {
+  const errors = (error.validation ?? []).map((item) => ({
+    path: pointer(error.validationContext, item),
+    message: message(item)
+  }))
+  const detail = errors.map((item) => `${item.path} ${item.message}`).join('; ') || 'request is invalid'
+  return { ...problem(422, 'VALIDATION_FAILED', detail), errors }
+}
+
+/** A value that passed its schema but not PostgreSQL: the client's 422, naming the field when the repository found it. */
+function refusedValueProblem (error: FastifyError, request: FastifyRequest): ValidationProblem {
+  // Validation should have refused it: the log says which value slipped through, so its rule can be tightened.
+  request.log.warn({ err: withoutValues(error) }, 'the database refused a value that passed validation')
+  const field = refusedField(error)
+  const path = `/${request.body === undefined ? 'querystring' : 'body'}${field === undefined ? '' : `/${field}`}`
+  const message = 'is not a value the database accepts'
+  return { ...problem(422, 'VALIDATION_FAILED', `${path} ${message}`), errors: [{ path, message }] }
+}
+
+function toProblem (error: FastifyError, request: FastifyRequest): Problem | ValidationProblem {
+  if (error.validation) return validationProblem(error)
+  if (isRefusedValue(error)) return refusedValueProblem(error, request)
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: withoutValues(error) }, 'database unavailable')
+    return problem(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly')
+  }
+  const status = statusOf(error)
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Content type "${request.headers['content-type']}" is not supported here`)
+  }
+  // Client errors, and deliberate coded server errors such as a 503, pass through as thrown.
+  if ((status >= 400 && status < 500) || (status > 500 && status < 600 && error.code)) {
+    const body = problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
+    body.detail ||= body.title
+    // Every 422 has errors[], as the routes' 422 schema says, even one a host's hook threw without naming a part.
+    return status === 422 ? { ...body, errors: partsOf(error) } : body
+  }
+  // Anything else is our fault: the log gets the error, the client a generic line it can quote.
+  request.log.error({ err: withoutValues(error) }, 'unhandled error')
+  return problem(500, 'INTERNAL_ERROR', `An unexpected error occurred (request ${request.id})`)
+}
+
+// Where drivers keep a failed statement's values (Drizzle's and PGlite's `params`, postgres.js's `parameters`
+// and `args`), and PostgreSQL's fields that quote them (a duplicate key's `detail`, a JSON error's `where`).
+const VALUE_KEYS = new Set(['params', 'parameters', 'args', 'queryOptions', 'detail', 'where'])
+const MAX_CAUSES = 4
+
+/** Drizzle's message ends in the values; PostgreSQL's (which has a `severity`) in the value it could not read, quoted. */
+const messageWithoutValues = (error: Error) => 'severity' in error
+  ? error.message.replace(/: "[\s\S]*"$/, ': "…"')
+  : error.message.replace(/\nparams: [\s\S]*$/, '')
+
+/**
+ * `error` as the log gets it: the statement's text and SQLSTATE, never the values bound to it (a password hash,
+ * a token digest), in it or in its causes.
+ */
+export function withoutValues (error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error)) return error
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error & Record<string, unknown>
+  for (const [key, value] of Object.entries(error)) if (!VALUE_KEYS.has(key) && key !== 'cause') copy[key] = value
+  copy.message = messageWithoutValues(error)
+  const frames = String(error.stack).split('\n').filter((line) => line.startsWith('    at '))
+  copy.stack = [`${error.name}: ${copy.message}`, ...frames].join('\n')
+  // A few causes deep, as Drizzle and the drivers nest them: a chain that loops ends there.
+  if (error.cause !== undefined && depth < MAX_CAUSES) copy.cause = withoutValues(error.cause, depth + 1)
+  const state = depth === 0 ? sqlState(error) : undefined
+  if (state !== undefined) copy.sqlState = state
+  return copy
+}
+
+/**
+ * Where a constraint's columns are in this request: the body's fields it names (or all of them, for a field left
+ * out that must not be), else the body, else the request.
+ */
+function constraintPaths (request: FastifyRequest, columns: string[], leftOut = false): string[] {
+  const body = request.body
+  if (body === undefined || body === null) return ['/request']
+  const named = leftOut ? columns : typeof body === 'object' ? columns.filter((column) => column in body) : []
+  return named.length > 0 ? named.map((column) => `/body/${column}`) : ['/body']
+}
+
+const quoted = (name: string | undefined) => name === undefined ? '' : ` "${name}"`
+
+function constraintValidationProblem (request: FastifyRequest, paths: string[], message: string): ValidationProblem {
+  const errors = paths.map((path) => ({ path, message }))
+  return { ...problem(422, 'VALIDATION_FAILED', errors.map(({ path }) => `${path} ${message}`).join('; ')), errors }
+}
+
+/**
+ * A write a constraint refused: a duplicate key, or a row still referenced, is 409; a reference to no row, a CHECK or
+ * a NOT NULL is the client's 422. Each names the constraint and its columns, never the values (PostgreSQL's `detail`).
+ */
+function constraintProblem (request: FastifyRequest, violation: ConstraintViolation, { columns, references }: ConstraintColumns) {
+  const { kind, constraint, table = 'the table' } = violation
+  if (kind === 'unique') {
+    const fields = columns.length === 0 ? 'these values' : `this ${columns.join(' and ')}`
+    return problem(409, 'UNIQUE_VIOLATION', `Another row of ${table} already has ${fields} (unique constraint${quoted(constraint)})`)
+  }
+  if (kind === 'foreign_key') {
+    const paths = constraintPaths(request, columns)
+    // A create, or a write that sets the key, points at no row; any other write (a delete above all) would leave rows pointing at nothing.
+    if (request.method !== 'POST' && !paths[0]!.startsWith('/body/')) {
+      const from = columns.length === 0 ? table : `${table} (${columns.join(', ')})`
+      return problem(409, 'FOREIGN_KEY_VIOLATION', `This row is still referenced from ${from} (foreign key constraint${quoted(constraint)})`)
+    }
+    return constraintValidationProblem(request, paths, `must match a row of ${references ?? 'the table it references'} (foreign key constraint${quoted(constraint)})`)
+  }
+  if (kind === 'check') return constraintValidationProblem(request, constraintPaths(request, columns), `is refused by the check constraint${quoted(constraint)} of ${table}`)
+  return constraintValidationProblem(request, constraintPaths(request, columns, true), `must have a value: the column is NOT NULL in ${table}`)
+}
+
+/** The problem of a refused write, its columns read from the catalogs of plinth's database, when there is one that answers. */
+async function constraintAnswer (request: FastifyRequest, violation: ConstraintViolation) {
+  // Named, never valued: which constraint refuses writes is worth a line, even if it is the client's error.
+  request.log.info({ constraint: violation.constraint, table: violation.table, kind: violation.kind }, 'a constraint refused the write')
+  const server = request.server
+  const none: ConstraintColumns = { columns: violation.column === undefined ? [] : [violation.column] }
+  const columns = server.hasDecorator('plinthDb') ? await constraintColumns(server.plinthDb.db, violation).catch(() => none) : none
+  return constraintProblem(request, violation, columns)
+}
+
+export function sendProblem (reply: FastifyReply, body: Problem) {
+  if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
+  if (body.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5')
+  return reply.code(body.status).type('application/problem+json').send(body)
+}
+
+/** Any error as a problem document: at the root, on each profile's context (for host apps), and before routing (`frameworkErrors`). */
+export function problemErrorHandler (this: unknown, thrown: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+  // A query refused under overload reaches here wrapped by Drizzle.
+  const error = serverBusyIn(thrown) ?? thrown
+  const violation = constraintViolation(error)
+  if (violation !== undefined) return constraintAnswer(request, violation).then((body) => sendProblem(reply, body))
+  const body = toProblem(error, request)
+  // A client error, or a coded server error passed through, may carry the headers that explain it (WWW-Authenticate, Retry-After).
+  if (error.headers && (body.status < 500 || body.code === error.code)) reply.headers(error.headers)
+  if (reply.getHeader('connection') === 'close' && !request.raw.complete) lingerClose(request.raw, reply)
+  return sendProblem(reply, body)
+}
+
+/** How much of a refused body is read and dropped after the answer, and for how long, before the connection is cut. */
+export const LINGER = { bytes: 16 * 1024 * 1024, ms: 5000 }
+
+/**
+ * nginx's lingering close, for a body refused before it was read (413, 415): Fastify asks for
+ * `Connection: close`, and a socket closed while the client still writes makes its write fail
+ * (EPIPE, a reset) before it reads the answer. The rest of the body is read and dropped instead,
+ * up to LINGER; past the bound the connection is cut.
+ */
+function lingerClose (request: IncomingMessage, reply: FastifyReply) {
+  const declared = Number(request.headers['content-length'])
+  if (declared > LINGER.bytes) return
+  reply.removeHeader('connection')
+  let read = 0
+  // The request's destroy ends its socket (and works on an injected request too).
+  const cut = () => request.destroy()
+  const timer = setTimeout(cut, LINGER.ms).unref()
+  request.on('data', (chunk: Buffer) => {
+    read += chunk.length
+    if (read > LINGER.bytes) cut()
+  })
+  // Once the whole body is in, the connection is as clean as after any answer: it is kept.
+  request.once('end', () => clearTimeout(timer))
+  request.once('close', () => clearTimeout(timer))
+  request.resume()
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'HEADERS_TOO_LARGE'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT']
+}
+
+// The responses below bypass Fastify's hooks, so they set the API's security headers themselves.
+const securityHeaderLines = Object.entries(apiSecurityHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+
+/** Bytes Node's HTTP parser refuses never become a request: the problem document goes straight to the socket, which then closes. */
+export function clientErrorHandler (error: Error & { code?: string, reason?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, code] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'MALFORMED_REQUEST']
+  const reason = status === 400 && error.reason ? `: ${error.reason}` : ''
+  const body = JSON.stringify(problem(status, code, `The request is not valid HTTP/1.1${reason}`))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${securityHeaderLines}Connection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(error)
+}
