@@ -36,7 +36,7 @@ function advertisedScopes (config: Config, files: FileResourceDefinition[]): str
 }
 
 /** The guards of a mount whose writes need `scope` when it is set, such as CATALOG_WRITE_SCOPE. */
-const writeScope = (app: App, scope: string | undefined) => scope ? { guards: { write: app.requireScopes(scope) } } : {}
+const writeScope = (app: App, scope: string | undefined) => scope ? { guards: { write: app.plinthGuards.requireScopes(scope) } } : {}
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -11,21 +11,40 @@ import { resolveAuthOptions, type AuthOptions } from './options.js'
 import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
 import type { App, Guard } from '../../http/types.js'
 
+/** The account behind a verified access token. A host adds its own columns' types with `declare module 'plinth'`. */
+export interface PlinthAccount extends Versioned<UserRow> {}
+
+/** plinth's guards, under a name of its own so that a host's `authenticate` never stands in the way. */
+export interface PlinthGuards {
+  /** A valid access token of an existing, active user; sets `request.account`. */
+  authenticate: Guard
+  /** `authenticate`, then the user must be a superuser. */
+  requireSuperuser: Guard
+  /** `authenticate`, then the user's email must be verified. */
+  requireVerified: Guard
+  /** `authenticate`, then every scope must be in the token and on the user's record. */
+  requireScopes (...scopes: string[]): Guard
+}
+
+/** The short names of the guards, decorated too where the host has none of its own. */
+export const GUARD_ALIASES = ['authenticate', 'requireSuperuser', 'requireVerified', 'requireScopes'] as const
+
 declare module 'fastify' {
   interface FastifyInstance {
     plinthTokens: Tokens
-    /** Guard: a valid access token of an existing, active user; sets `request.account`. */
+    plinthGuards: PlinthGuards
+    /** Alias of `plinthGuards.authenticate`, unless the host decorated its own. */
     authenticate: Guard
-    /** Guard: `authenticate`, then the user must be a superuser. */
+    /** Alias of `plinthGuards.requireSuperuser`, unless the host decorated its own. */
     requireSuperuser: Guard
-    /** Guard: `authenticate`, then the user's email must be verified. */
+    /** Alias of `plinthGuards.requireVerified`, unless the host decorated its own. */
     requireVerified: Guard
-    /** Guard: `authenticate`, then every scope must be in the token and on the user's record. */
+    /** Alias of `plinthGuards.requireScopes`, unless the host decorated its own. */
     requireScopes (...scopes: string[]): Guard
   }
   interface FastifyRequest {
     /** The account behind the verified access token, loaded fresh on every request. */
-    account: Versioned<UserRow>
+    account: PlinthAccount
     /** The claims of the verified access token. */
     tokenClaims: TokenClaims | null
   }
@@ -91,24 +110,31 @@ async function authPlugin (app: App, opts: AuthOptions) {
   }
 
   app.decorate('plinthTokens', tokens)
-  app.decorateRequest('account', null as unknown as Versioned<UserRow>)
+  app.decorateRequest('account', null as unknown as PlinthAccount)
   app.decorateRequest('tokenClaims', null)
-  app.decorate('authenticate', guard(authenticate))
-  app.decorate('requireSuperuser', guard(async function requireSuperuser (request) {
-    await authenticate(request)
-    if (!request.account.is_superuser) throw notSuperuser()
-  }))
-  app.decorate('requireVerified', guard(async function requireVerified (request) {
-    await authenticate(request)
-    if (!request.account.is_verified) throw notVerified()
-  }))
-  app.decorate('requireScopes', (...scopes: string[]) => guard(async function requireScopes (request) {
-    await authenticate(request)
-    // The token says what was granted at login; the record says what is granted now.
-    const granted = new Set(request.tokenClaims?.scopes)
-    const current = new Set(scopeList(request.account.scopes))
-    if (!scopes.every((scope) => granted.has(scope) && current.has(scope))) throw insufficientScope(scopes)
-  }))
+  const guards: PlinthGuards = {
+    authenticate: guard(authenticate),
+    requireSuperuser: guard(async function requireSuperuser (request) {
+      await authenticate(request)
+      if (!request.account.is_superuser) throw notSuperuser()
+    }),
+    requireVerified: guard(async function requireVerified (request) {
+      await authenticate(request)
+      if (!request.account.is_verified) throw notVerified()
+    }),
+    requireScopes: (...scopes: string[]) => guard(async function requireScopes (request) {
+      await authenticate(request)
+      // The token says what was granted at login; the record says what is granted now.
+      const granted = new Set(request.tokenClaims?.scopes)
+      const current = new Set(scopeList(request.account.scopes))
+      if (!scopes.every((scope) => granted.has(scope) && current.has(scope))) throw insufficientScope(scopes)
+    })
+  }
+  app.decorate('plinthGuards', guards)
+  for (const name of GUARD_ALIASES) {
+    if (app.hasDecorator(name)) app.log.info(`auth: the app has its own ${name}; plinth's is app.plinthGuards.${name}`)
+    else app.decorate(name, guards[name] as never)
+  }
 }
 
 export default fp(authPlugin, {

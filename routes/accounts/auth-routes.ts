@@ -193,7 +193,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/logout-all', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.logoutAll
   }, async function logoutAll (request, reply) {
     await sessions.revokeAll(request.account.id)

@@ -101,6 +101,6 @@ export default fp(accounts, {
   name: 'plinth-accounts',
   fastify: '5.x',
   dependencies: ['plinth-db', 'plinth-auth'],
-  decorators: { fastify: ['authenticate', 'requireSuperuser', 'requireScopes', 'plinthTokens', 'plinthDb'] },
+  decorators: { fastify: ['plinthGuards', 'plinthTokens', 'plinthDb'] },
   encapsulate: true
 })

@@ -51,7 +51,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/verify/request', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.requestVerification,
     config: limit(verify, windowSeconds)
   }, async function requestVerification (request, reply) {

@@ -26,14 +26,14 @@ export function sessionsRoutes (app: App, ctx: AccountsContext) {
   }
 
   app.get('/users/me/sessions', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.listMySessions
   }, async function listMySessions (request) {
     return listOf(request, request.account.id, request.query)
   })
 
   app.delete('/users/me/sessions/:session_id', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.endMySession
   }, async function endMySession (request, reply) {
     // Another user's session is as unknown as one that never existed.
@@ -42,7 +42,7 @@ export function sessionsRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/logout-others', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.logoutOthers
   }, async function logoutOthers (request, reply) {
     await sessions.revokeAll(request.account.id, currentSession(request))
@@ -50,7 +50,7 @@ export function sessionsRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.get('/users/:user_id/sessions', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.listUserSessions
   }, async function listUserSessions (request) {
     if (!await users.get(request.params.user_id)) throw new UserNotFound(request.params.user_id)
@@ -58,7 +58,7 @@ export function sessionsRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.delete('/users/:user_id/sessions/:session_id', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.endUserSession
   }, async function endUserSession (request, reply) {
     const { user_id: userId, session_id: sessionId } = request.params

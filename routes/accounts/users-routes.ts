@@ -84,14 +84,14 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   }
 
   app.get('/users/me', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.getMe
   }, async function getMe (request, reply) {
     return etags.notModified(request, reply, request.account) ? reply : toPublic(request.account)
   })
 
   app.patch('/users/me', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.updateMe,
     config: limit(ctx.rateLimits.passwordCheck, ctx.rateLimits.windowSeconds)
   }, async function updateMe (request, reply) {
@@ -103,7 +103,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.delete('/users/me', {
-    onRequest: app.authenticate,
+    onRequest: app.plinthGuards.authenticate,
     schema: schemas.deleteMe,
     config: limit(ctx.rateLimits.passwordCheck, ctx.rateLimits.windowSeconds)
   }, async function deleteMe (request, reply) {
@@ -114,14 +114,14 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.get('/users/me/scopes', {
-    onRequest: app.requireScopes('me'),
+    onRequest: app.plinthGuards.requireScopes('me'),
     schema: schemas.getMyScopes
   }, async function getMyScopes (request) {
     return { scopes: toPublic(request.account).scopes }
   })
 
   app.get('/users', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.listUsers
   }, async function listUsers (request) {
     const offset = request.query.offset
@@ -131,7 +131,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/users', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.createUser,
     ...ctx.idempotent
   }, async function createUser (request, reply) {
@@ -143,7 +143,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.get('/users/:user_id', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.getUser
   }, async function getUser (request, reply) {
     const user = await users.get(request.params.user_id)
@@ -152,7 +152,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.patch('/users/:user_id', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.updateUser
   }, async function updateUser (request, reply) {
     const { scopes, ...rest } = request.body
@@ -162,7 +162,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.delete('/users/:user_id', {
-    onRequest: app.requireSuperuser,
+    onRequest: app.plinthGuards.requireSuperuser,
     schema: schemas.deleteUser
   }, async function deleteUser (request, reply) {
     await remove(request, request.params.user_id)

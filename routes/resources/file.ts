@@ -77,9 +77,10 @@ export function readResourcesFile (path: string, fail: (message: string) => Erro
 
 /** The hook a guard word stands for; undefined without authPlugin, which resourcePlugin refuses as a missing guard. */
 function guardOf (app: App, spec: Exclude<GuardSpec, 'public'>): Guard | undefined {
-  if (spec === 'authenticated') return app.authenticate
-  if (spec === 'superuser') return app.requireSuperuser
-  return typeof app.requireScopes === 'function' ? app.requireScopes(...spec.scopes) : undefined
+  if (!app.hasDecorator('plinthGuards')) return undefined
+  if (spec === 'authenticated') return app.plinthGuards.authenticate
+  if (spec === 'superuser') return app.plinthGuards.requireSuperuser
+  return app.plinthGuards.requireScopes(...spec.scopes)
 }
 
 /**

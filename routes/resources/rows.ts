@@ -35,8 +35,8 @@ function nextLink (request: FastifyRequest, cursor: string): string {
 /** The routes of a resource defined by its fields: CRUD with replace and partial update, and lists that filter and sort. */
 export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app, opts) => {
   const { name, routes, maxLimit, owner, requireIfMatch, idempotencyTtlHours, fields = [] } = opts
-  if (owner && typeof app.authenticate !== 'function') {
-    throw new InvalidResourceOptions(`"${name}": owner mode needs app.authenticate; register authPlugin, awaited, before this plugin`)
+  if (owner && !app.hasDecorator('plinthGuards')) {
+    throw new InvalidResourceOptions(`"${name}": owner mode needs app.plinthGuards.authenticate; register authPlugin, awaited, before this plugin`)
   }
   const db = app.plinthDb.db
   const table = fieldTable(opts.table, fields, { owner })
@@ -51,7 +51,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = asy
   const list = createFieldLister<typeof table, Row>(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])), selection)
   const filters = filterParameters(schemas.columns)
   // In owner mode every route knows its user: the given guards, else authentication alone.
-  const guards = owner ? { read: opts.guards.read ?? app.authenticate, write: opts.guards.write ?? app.authenticate } : opts.guards
+  const guards = owner ? { read: opts.guards.read ?? app.plinthGuards.authenticate, write: opts.guards.write ?? app.plinthGuards.authenticate } : opts.guards
   const writable = fields.filter((field) => !isReadOnly(field))
   const item = `/:${schemas.param}`
   const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number

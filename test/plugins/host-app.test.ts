@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody'
 import helmet from '@fastify/helmet'
 import jwt from '@fastify/jwt'
 import swagger from '@fastify/swagger'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import t, { type Test } from 'tap'
 import {
@@ -54,7 +54,7 @@ t.test('a guard option that is undefined fails the boot, naming the plugin and t
 t.test('accounts before authPlugin fails the boot naming the missing guard', async (t) => {
   const app = await host(t)
   await app.register(dbPlugin, { client: await freshDatabase(t) })
-  await t.rejects(async () => { await app.register(accountsPlugin, { prefix: '/api/v1' }) }, /The decorator 'authenticate' required by 'plinth-accounts' is not present/)
+  await t.rejects(async () => { await app.register(accountsPlugin, { prefix: '/api/v1' }) }, /The decorator 'plinthGuards' required by 'plinth-accounts' is not present/)
 })
 
 t.test('a host plugin named db does not stand in for plinth\'s, and the host\'s db decorator stays the host\'s', async (t) => {
@@ -109,6 +109,28 @@ t.test('a host with its own @fastify/jwt, registered before or after plinth, kee
     const reverse = await app.inject({ method: 'GET', url: '/host/jwt', headers: { authorization: `Bearer ${plinthToken}` } })
     t.equal(reverse.statusCode, 401, `${order}: nor plinth's one of the host's`)
   }
+})
+
+t.test('a host that decorated authenticate as @fastify/jwt\'s README shows still registers plinth, whose guards are namespaced', async (t) => {
+  const app = await host(t)
+  await app.register(jwt, { secret: 'the host\'s own secret' })
+  app.decorate('authenticate', async function hostAuthenticate (request: FastifyRequest) { await request.jwtVerify() })
+  const hostGuard = app.authenticate
+  await withAccounts(t, app)
+  t.equal(app.authenticate, hostGuard, 'the host\'s authenticate is still the host\'s')
+  t.type(app.plinthGuards.authenticate, 'function')
+  t.not(app.plinthGuards.authenticate, hostGuard)
+  t.equal(app.hasDecorator('requireSuperuser'), true, 'the aliases the host did not take are there')
+  app.get('/host/mine', { onRequest: app.authenticate }, async (request) => ({ user: request.user }))
+  app.get('/host/plinth', { onRequest: app.plinthGuards.authenticate }, async (request) => ({ email: request.account.email }))
+
+  const plinthToken = await accessToken(app)
+  const me = await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: { authorization: `Bearer ${plinthToken}` } })
+  t.equal(me.statusCode, 200, 'plinth\'s own routes use plinth\'s guard, not the host\'s')
+  t.same((await app.inject({ method: 'GET', url: '/host/plinth', headers: { authorization: `Bearer ${plinthToken}` } })).json(), { email: 'guest@example.com' })
+  const hostToken = app.jwt.sign({ who: 'host' })
+  t.same((await app.inject({ method: 'GET', url: '/host/mine', headers: { authorization: `Bearer ${hostToken}` } })).json(), { user: { who: 'host', iat: app.jwt.decode<{ iat: number }>(hostToken)!.iat } })
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/users/me', headers: { authorization: `Bearer ${hostToken}` } })).statusCode, 401, 'the host\'s token opens nothing of plinth\'s')
 })
 
 t.test('guard refusals on a host route are problem documents without the errors plugin', async (t) => {

@@ -77,7 +77,7 @@ t.test('owner mode without authPlugin, or on records, fails the boot', async (t)
   t.teardown(() => bare.close())
   await bare.register(dbPlugin, { client: await freshDatabase(t) })
   bare.register(resourcePlugin, { prefix: '/api', name: 'tasks', fields: TaskFields, owner: true })
-  await t.rejects(async () => bare.ready(), { code: 'RESOURCE_INVALID_OPTIONS', message: /owner mode needs app.authenticate/ })
+  await t.rejects(async () => bare.ready(), { code: 'RESOURCE_INVALID_OPTIONS', message: /owner mode needs app.plinthGuards.authenticate/ })
   t.notOk(bare.hasRoute({ method: 'GET', url: '/api/tasks/' }))
 
   const records = Fastify({ logger: false })
