@@ -5,6 +5,13 @@ export const ref = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T>>(Type
 
 /** PostgreSQL `integer`: ids and query numbers never overflow into a driver error. */
 export const PG_INT_MAX = 2147483647
+export const PG_INT_MIN = -PG_INT_MAX - 1
+
+/** A lower-case SQL identifier PostgreSQL never truncates: resource, table and field names. */
+export const IDENTIFIER_PATTERN = '^[a-z][a-z0-9_]{0,62}$'
+
+/** A scope name such as `items:write`. */
+export const SCOPE_PATTERN = '^[a-z][a-z0-9:_.-]{0,63}$'
 
 export const Id = (options: { description?: string } = {}) =>
   Type.Integer({ minimum: 1, maximum: PG_INT_MAX, ...options })

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Id, Text, ref } from './common.js'
+import { Id, SCOPE_PATTERN, Text, ref } from './common.js'
 import { pageOf } from './page.js'
 
 /** Scope names: no commas or spaces, since scopes are stored comma-separated and sent space-separated. */
-export const ScopeName = () => Text({ pattern: '^[a-z][a-z0-9:_.-]{0,63}$', examples: ['me'] })
+export const ScopeName = () => Text({ pattern: SCOPE_PATTERN, examples: ['me'] })
 export const Email = () => Text({ format: 'email', maxLength: 254, examples: ['ada@example.com'] })
 export const Password = (minLength: number) => Text({ minLength, maxLength: 1024, examples: ['correct horse battery staple'] })
 
