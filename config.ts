@@ -1,144 +1,148 @@
-import { readFileSync, statSync } from 'node:fs'
 import { isIP } from 'node:net'
-import createError from '@fastify/error'
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TInteger, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { ConfigError } from './config/error.js'
+import { Int, option, optionalOption, requiredOption, server, type Variable } from './config/variables.js'
 import { redactUrl } from './db/redact-url.js'
 import { BUILT_IN_TABLES } from './db/resources.js'
-import { readTemplatesDir } from './mail/templates.js'
-import { ALGORITHMS, loadSigningKeys } from './plugins/auth/keys.js'
-import { MIN_SECRET_BYTES } from './plugins/auth/keys.js'
-import type { FieldTableSpec } from './db/field-table.js'
-import { readResourcesFile, type FileResourceDefinition } from './routes/resources/file.js'
-import { resolveResourceOptions } from './routes/resources/options.js'
+import { AuthOptionsSchema, MIN_SECRET_BYTES } from './plugins/auth/options.js'
+import { CorsOptionsSchema } from './plugins/cors.js'
+import { OverloadOptionsSchema } from './plugins/overload.js'
+import { WellKnownOptionsSchema } from './plugins/well-known.js'
+import { AccountsOptionsSchema } from './routes/accounts/options.js'
+import { CatalogOptionsSchema } from './routes/catalog/options.js'
+import { ResourceOptionsSchema } from './routes/resources/index.js'
+import { IDENTIFIER_PATTERN, SCOPE_PATTERN } from './schemas/common.js'
+
+export { ConfigError }
 
 // An address or CIDR, IPv4 or IPv6, or one of proxy-addr's names for a range.
 const PROXY_ADDRESS = '^(loopback|linklocal|uniquelocal|[0-9a-fA-F.:]+(/\\d{1,3})?)$'
 
-const Int = (min: number, fallback: number, max = 2147483647) =>
-  Type.Integer({ minimum: min, maximum: max, default: fallback })
+const auth = AuthOptionsSchema.properties
+const overload = OverloadOptionsSchema.properties
+const accounts = AccountsOptionsSchema.properties
+const { mail, rateLimits } = { mail: accounts.mail.properties, rateLimits: accounts.rateLimits.properties }
+const catalog = CatalogOptionsSchema.properties
+const resources = ResourceOptionsSchema.properties
+const firstSuperuser = accounts.firstSuperuser.properties
+const SECONDS = { scale: 1000 }
 
-/** Every setting with its default: the only place that knows the environment variables. */
-export const ConfigSchema = Type.Object({
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
-  PORT: Int(0, 8000, 65535),
-  DATABASE_URL: Type.String({
+/** Every environment variable: the plugin option it sets (its schema gives default and bounds, seconds where it is ms), or a server setting. */
+export const VARIABLES = {
+  HOST: server(Type.String({ minLength: 1, default: '127.0.0.1' })),
+  PORT: server(Int(0, 8000, 65535)),
+  DATABASE_URL: server(Type.String({
     default: 'pglite://./data/pglite',
     pattern: '^(postgres|postgresql|pglite|memory)://',
     description: 'a postgres://, postgresql://, pglite://PATH or memory:// URL'
-  }),
-  SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
-  JWT_ALGORITHM: Type.Union(ALGORITHMS.map((name) => Type.Literal(name)), { default: 'HS256', description: `one of ${ALGORITHMS.join(', ')}` }),
-  JWT_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1, description: 'a PEM or JWK private key' })),
-  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'the path of a PEM or JWK private key' })),
-  JWT_PREVIOUS_KEYS: Type.Optional(Type.String({ minLength: 1, description: 'a JWK Set or a JSON array of JWKs' })),
-  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
-  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
-  PUBLIC_URL: Type.Optional(Type.String({
-    pattern: '^https?://[^/?#]+$',
-    description: 'the origin clients reach the server at, such as https://api.example.com'
   })),
-  APP_URL: Type.Optional(Type.String({
-    pattern: '^https?://[^?#]+$',
+  SECRET_KEY: option(auth.secret),
+  JWT_ALGORITHM: option(auth.algorithm, { description: `one of ${auth.algorithm.anyOf.map(({ const: name }) => name).join(', ')}` }),
+  JWT_PRIVATE_KEY: option(auth.privateKey, { description: 'a PEM or JWK private key' }),
+  JWT_PRIVATE_KEY_FILE: server(Type.Optional(Type.String({ minLength: 1, description: 'the path of a PEM or JWK private key' }))),
+  JWT_PREVIOUS_KEYS: option(auth.previousKeys, { description: 'a JWK Set or a JSON array of JWKs' }),
+  JWT_ISSUER: option(auth.issuer),
+  JWT_AUDIENCE: option(auth.audience),
+  PUBLIC_URL: option(WellKnownOptionsSchema.properties.publicUrl, { description: 'the origin clients reach the server at, such as https://api.example.com' }),
+  APP_URL: optionalOption(mail.appUrl, {
     description: 'the URL of the front end that serves /reset-password, /verify-email and /confirm-email, such as https://app.example.com'
-  })),
-  SMTP_URL: Type.Optional(Type.String({
+  }),
+  SMTP_URL: server(Type.Optional(Type.String({
     pattern: '^smtps?://',
     description: 'an smtp:// or smtps:// URL such as smtps://user:password@smtp.example.com'
-  })),
-  MAIL_FROM: Type.String({ minLength: 3, default: 'plinth <no-reply@localhost>' }),
-  MAIL_TEMPLATES_DIR: Type.Optional(Type.String({ minLength: 1, description: 'the path of a folder of mail templates' })),
-  MAIL_TIMEOUT_SECONDS: Int(1, 10, 600),
-  RESET_TOKEN_EXPIRE_MINUTES: Int(1, 30, 10080),
-  VERIFY_TOKEN_EXPIRE_MINUTES: Int(1, 1440, 43200),
-  REQUIRE_VERIFIED_EMAIL: Type.Boolean({ default: false }),
-  REQUIRE_IF_MATCH: Type.Boolean({ default: false }),
-  IDEMPOTENCY_TTL_HOURS: Int(1, 24, 8760),
-  ACCESS_TOKEN_EXPIRE_MINUTES: Int(1, 30),
-  REFRESH_TOKEN_EXPIRE_DAYS: Int(1, 14),
-  FIRST_SUPERUSER_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
-  FIRST_SUPERUSER_PASSWORD: Type.Optional(Type.String({ minLength: 1 })),
-  BACKEND_CORS_ORIGINS: Type.Array(Type.String({
-    pattern: '^https?://[^/]+$',
-    description: 'a comma-separated list of origins such as https://app.example.com'
-  }), { default: [] }),
-  DEFAULT_PAGE_LIMIT: Int(1, 20),
-  MAX_PAGE_LIMIT: Int(1, 100),
-  CREATE_TABLES_ON_STARTUP: Type.Boolean({ default: true }),
-  RESOURCES: Type.Array(Type.String({
-    pattern: '^[a-z][a-z0-9_]{0,62}$',
+  }))),
+  MAIL_FROM: option(mail.from),
+  MAIL_TEMPLATES_DIR: server(Type.Optional(Type.String({ minLength: 1, description: 'the path of a folder of mail templates' }))),
+  MAIL_TIMEOUT_SECONDS: option(mail.timeoutMs, SECONDS),
+  RESET_TOKEN_EXPIRE_MINUTES: option(accounts.resetTokenMinutes),
+  VERIFY_TOKEN_EXPIRE_MINUTES: option(accounts.verifyTokenMinutes),
+  REQUIRE_VERIFIED_EMAIL: option(accounts.requireVerified),
+  REQUIRE_IF_MATCH: option(catalog.requireIfMatch),
+  IDEMPOTENCY_TTL_HOURS: option(catalog.idempotencyTtlHours),
+  ACCESS_TOKEN_EXPIRE_MINUTES: option(auth.accessTokenMinutes),
+  REFRESH_TOKEN_EXPIRE_DAYS: option(auth.refreshTokenDays),
+  FIRST_SUPERUSER_EMAIL: optionalOption(firstSuperuser.email),
+  FIRST_SUPERUSER_PASSWORD: optionalOption(firstSuperuser.password),
+  BACKEND_CORS_ORIGINS: option(CorsOptionsSchema.properties.origins, { description: 'a comma-separated list of origins such as https://app.example.com' }),
+  DEFAULT_PAGE_LIMIT: requiredOption<TInteger>([catalog.defaultLimit, accounts.defaultLimit]),
+  MAX_PAGE_LIMIT: option([catalog.maxLimit, accounts.maxLimit]),
+  CREATE_TABLES_ON_STARTUP: option(resources.createTable),
+  RESOURCES: server(Type.Array(Type.String({
+    pattern: IDENTIFIER_PATTERN,
     description: 'a comma-separated list of lower-case identifiers such as records,notes'
-  }), { default: ['records'] }),
-  CATALOG: Type.Boolean({ default: true }),
-  CATALOG_WRITE_SCOPE: Type.Optional(Type.String({
-    pattern: '^[a-z][a-z0-9:_.-]{0,63}$',
+  }), { default: ['records'] })),
+  CATALOG: server(Type.Boolean({ default: true })),
+  CATALOG_WRITE_SCOPE: server(Type.Optional(Type.String({
+    pattern: SCOPE_PATTERN,
     description: 'a scope name such as items:write: writes to /items then need a token with it'
-  })),
-  RECORDS_WRITE_SCOPE: Type.Optional(Type.String({
-    pattern: '^[a-z][a-z0-9:_.-]{0,63}$',
+  }))),
+  RECORDS_WRITE_SCOPE: server(Type.Optional(Type.String({
+    pattern: SCOPE_PATTERN,
     description: 'a scope name such as records:write: writes to the resources of RESOURCES then need a token with it'
-  })),
-  RESOURCES_FILE: Type.Optional(Type.String({
+  }))),
+  RESOURCES_FILE: server(Type.Optional(Type.String({
     minLength: 1,
     description: 'the path of a JSON file of resources with fields, such as resources.json'
-  })),
-  TRUST_PROXY: Type.Union([
+  }))),
+  TRUST_PROXY: server(Type.Union([
     Type.Boolean(),
     Type.Integer({ minimum: 0, maximum: 64 }),
     Type.Array(Type.String({ pattern: PROXY_ADDRESS }), { minItems: 1 })
   ], {
     default: false,
     description: 'false, true, a hop count, or a comma-separated list of proxy addresses or CIDRs such as 10.0.0.0/8,loopback'
-  }),
-  PASSWORD_MIN_LENGTH: Int(1, 8, 1024),
-  LOGIN_MAX_FAILURES: Int(0, 10),
-  RATE_LIMIT_WINDOW_SECONDS: Int(1, 60, 86400),
-  RATE_LIMIT_REGISTER: Int(0, 20),
-  RATE_LIMIT_TOKEN: Int(0, 60),
-  RATE_LIMIT_REFRESH: Int(0, 120),
-  RATE_LIMIT_REVOKE: Int(0, 60),
-  RATE_LIMIT_PASSWORD_RESET: Int(0, 10),
-  RATE_LIMIT_VERIFY: Int(0, 10),
-  RATE_LIMIT_PASSWORD_CHECK: Int(0, 10),
-  RATE_LIMIT_MAILS_PER_EMAIL: Int(0, 5),
-  RATE_LIMIT_MAILS_WINDOW_SECONDS: Int(1, 3600, 604800),
-  REFRESH_REUSE_DETECTION: Type.Boolean({ default: false }),
-  REFRESH_REUSE_INTERVAL_SECONDS: Int(0, 10, 3600),
-  SESSION_CHECK: Type.Boolean({ default: true }),
-  // setInterval's longest delay is 2^31-1 ms, about 24.8 days.
-  PURGE_INTERVAL_SECONDS: Int(1, 3600, 2_147_483),
-  WORKERS: Int(1, 1, 64),
-  // Graceful overload (plugins/overload.ts): past these, requests are answered 503 at once; 0 turns a check off.
-  OVERLOAD_MAX_IN_FLIGHT: Int(0, 300),
-  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: Int(0, 200),
-  OVERLOAD_MAX_DB_WAITING: Int(0, 200),
-  OVERLOAD_MAX_HASH_WAITING: Int(0, 64),
-  OVERLOAD_MAX_HASH_WAITING_PER_CLIENT: Int(0, 4),
-  OVERLOAD_RETRY_AFTER_SECONDS: Int(1, 2, 86400),
-  // Slow clients (plugins/overload.ts): how long a body may take to arrive, how many connections one address holds (0: any).
-  BODY_TIMEOUT_SECONDS: Int(1, 20, 3600),
-  MAX_CONNECTIONS_PER_ADDRESS: Int(0, 100),
-  METRICS_PORT: Type.Optional(Type.Integer({
+  })),
+  PASSWORD_MIN_LENGTH: option(accounts.passwordMinLength),
+  LOGIN_MAX_FAILURES: option(accounts.loginMaxFailures),
+  RATE_LIMIT_WINDOW_SECONDS: option(rateLimits.windowSeconds),
+  RATE_LIMIT_REGISTER: option(rateLimits.register),
+  RATE_LIMIT_TOKEN: option(rateLimits.token),
+  RATE_LIMIT_REFRESH: option(rateLimits.refresh),
+  RATE_LIMIT_REVOKE: option(rateLimits.revoke),
+  RATE_LIMIT_PASSWORD_RESET: option(rateLimits.passwordReset),
+  RATE_LIMIT_VERIFY: option(rateLimits.verify),
+  RATE_LIMIT_PASSWORD_CHECK: option(rateLimits.passwordCheck),
+  RATE_LIMIT_MAILS_PER_EMAIL: option(rateLimits.mailsPerEmail),
+  RATE_LIMIT_MAILS_WINDOW_SECONDS: option(rateLimits.mailWindowSeconds),
+  REFRESH_REUSE_DETECTION: option(accounts.reuseDetection),
+  REFRESH_REUSE_INTERVAL_SECONDS: option(accounts.reuseIntervalSeconds),
+  SESSION_CHECK: option(auth.sessionCheck),
+  PURGE_INTERVAL_SECONDS: option(accounts.purgeIntervalMs, SECONDS),
+  WORKERS: server(Int(1, 1, 64)),
+  OVERLOAD_MAX_IN_FLIGHT: option(overload.maxInFlight),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: option(overload.maxEventLoopDelayMs),
+  OVERLOAD_MAX_DB_WAITING: option(overload.maxDbWaiting),
+  OVERLOAD_MAX_HASH_WAITING: option(overload.maxHashWaiting),
+  OVERLOAD_MAX_HASH_WAITING_PER_CLIENT: option(accounts.maxHashWaitingPerClient),
+  OVERLOAD_RETRY_AFTER_SECONDS: option(overload.retryAfterSeconds),
+  BODY_TIMEOUT_SECONDS: option(overload.bodyTimeoutMs, SECONDS),
+  MAX_CONNECTIONS_PER_ADDRESS: option(overload.maxConnectionsPerAddress),
+  METRICS_PORT: server(Type.Optional(Type.Integer({
     minimum: 0,
     maximum: 65535,
     description: 'a port for GET /metrics, apart from PORT (unset: no metrics)'
-  })),
-  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
-  OTEL_TRACING: Type.Boolean({ default: false }),
-  BODY_LIMIT: Int(1, 1048576),
-  LOG_LEVEL: Type.Union(
+  }))),
+  METRICS_HOST: server(Type.String({ minLength: 1, default: '127.0.0.1' })),
+  OTEL_TRACING: server(Type.Boolean({ default: false })),
+  BODY_LIMIT: server(Int(1, 1048576)),
+  LOG_LEVEL: server(Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'one of fatal, error, warn, info, debug, trace, silent' }
-  )
-})
+  ))
+}
+
+type Schemas<T extends Record<string, Variable>> = { [K in keyof T]: T[K]['schema'] }
+const schemasOf = <T extends Record<string, Variable>> (variables: T) =>
+  Object.fromEntries(Object.entries(variables).map(([name, { schema }]) => [name, schema])) as Schemas<T>
+
+/** Every setting with its default and bounds, derived from VARIABLES: the only place that knows the environment variables. */
+export const ConfigSchema = Type.Object(schemasOf(VARIABLES))
 
 export type Config = Static<typeof ConfigSchema>
 type Key = keyof Config
 
-/** A setting that is missing or malformed: the server refuses to start and says which. */
-export const ConfigError = createError('PLINTH_INVALID_CONFIG', '%s')
-
-/** A value as an error message quotes it: JSON, with the password of any URL in it hidden. */
+/** JSON, with the password of any URL in it hidden. */
 const quoted = (value: unknown) => JSON.stringify(value, (_key, entry: unknown) => typeof entry === 'string' ? redactUrl(entry) : entry)
 
 const TRUE = new Set(['true', '1', 'yes'])
@@ -152,7 +156,6 @@ function isProxyAddress (entry: string): boolean {
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
 }
 
-/** TRUST_PROXY as Fastify's trustProxy takes it: true or false, a hop count, or the proxies' addresses. */
 function trustProxyOf (raw: string): unknown {
   const text = raw.trim().toLowerCase()
   // Only the words are booleans here: "1" is one hop, which trusts far less than true.
@@ -163,7 +166,6 @@ function trustProxyOf (raw: string): unknown {
 
 const NO_RESOURCES = 'RESOURCES=none mounts no generic resource'
 
-/** RESOURCES as written: `none` for no generic resource; a list that names none otherwise is a mistake. */
 function resourceNames (raw: string): string[] {
   if (raw.trim() === 'none') return []
   const names = raw.split(',').map((part) => part.trim()).filter(Boolean)
@@ -238,66 +240,7 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
     throw new ConfigError(`METRICS_PORT (${config.METRICS_PORT}) must differ from PORT: metrics are never served on the API's port`)
   }
-  if (config.RESOURCES_FILE !== undefined) {
-    const both = resourcesFile(config).find(({ options }) => config.RESOURCES.includes(options.name))
-    if (both) throw new ConfigError(`"${both.options.name}" is both in RESOURCES and in RESOURCES_FILE; keep one`)
-  }
   return config
-}
-
-/** The resources of RESOURCES_FILE, read and checked; none without one. */
-export function resourcesFile (config: Config): FileResourceDefinition[] {
-  return config.RESOURCES_FILE === undefined ? [] : readResourcesFile(config.RESOURCES_FILE, (message) => new ConfigError(message))
-}
-
-/** The signing key of JWT_PRIVATE_KEY, or of the file JWT_PRIVATE_KEY_FILE names; none when neither is set. */
-export function privateKeyOf (config: Config): string | undefined {
-  const path = config.JWT_PRIVATE_KEY_FILE
-  if (path === undefined) return config.JWT_PRIVATE_KEY
-  try {
-    return readFileSync(path, 'utf8')
-  } catch (err) {
-    throw new ConfigError(`JWT_PRIVATE_KEY_FILE ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
-  }
-}
-
-/** The variable to fix for a key the auth plugin refuses, by the option its message names. */
-function keyVariable (config: Config, message: string): string {
-  if (message.startsWith('previousKeys')) return 'JWT_PREVIOUS_KEYS'
-  if (message.startsWith('privateKey is')) return config.JWT_PRIVATE_KEY_FILE === undefined ? 'JWT_PRIVATE_KEY' : 'JWT_PRIVATE_KEY_FILE'
-  return 'JWT_ALGORITHM'
-}
-
-/** Loads the signing keys as the auth plugin will, so that a missing or unfit key stops a start before the database opens. */
-export function checkSigningKeys (config: Config): void {
-  try {
-    loadSigningKeys({ algorithm: config.JWT_ALGORITHM, secret: config.SECRET_KEY ?? '', privateKey: privateKeyOf(config), previousKeys: config.JWT_PREVIOUS_KEYS })
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== 'AUTH_INVALID_OPTIONS') throw err
-    // The plugin's prefix names no setting; the variable does.
-    const reason = (err as Error).message.replace(/^auth plugin: /, '')
-    throw new ConfigError(`${keyVariable(config, reason)}: ${reason}`)
-  }
-}
-
-/** The mail templates of MAIL_TEMPLATES_DIR, which must be a folder; the defaults without one. */
-export function mailTemplatesOf (config: Config): ReturnType<typeof readTemplatesDir> {
-  const dir = config.MAIL_TEMPLATES_DIR
-  if (dir === undefined) return {}
-  try {
-    if (!statSync(dir).isDirectory()) throw new Error('not a folder')
-    return readTemplatesDir(dir)
-  } catch (err) {
-    throw new ConfigError(`MAIL_TEMPLATES_DIR ${dir}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such folder' : (err as Error).message}`)
-  }
-}
-
-/** The tables of RESOURCES_FILE's resources, for processes that prepare the database without serving it. */
-export function fieldTablesOf (config: Config): FieldTableSpec[] {
-  return resourcesFile(config).map(({ options }) => {
-    const { table, fields = [], owner, indexes } = resolveResourceOptions(options)
-    return { table, fields, owner, indexes }
-  })
 }
 
 /** Reads the process environment (or the given one). An empty variable counts as unset. */

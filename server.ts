@@ -7,7 +7,9 @@ import type { FastifyBaseLogger } from 'fastify'
 import { pino, type LoggerOptions } from 'pino'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import { buildApp, type App } from './app.js'
-import { ConfigError, checkSigningKeys, fieldTablesOf, loadConfig, type Config } from './config.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { fieldTablesOf, readSettingFiles, type SettingFiles } from './config/files.js'
+import { checkSigningKeys } from './config/signing-keys.js'
 import { connect } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 import { redactUrl, redactUrlsIn } from './db/redact-url.js'
@@ -22,7 +24,6 @@ const HEADERS_TIMEOUT_MS = 10_000
 // A worker's exit code for a failure no restart can mend (sysexits' EX_CONFIG): the primary stops instead of forking again.
 const EXIT_CONFIG = 78
 
-/** A failure at start that a setting explains: printed as its message, one line naming the setting. */
 class StartError extends Error {}
 
 function readConfig (): Config {
@@ -38,10 +39,8 @@ function readConfig (): Config {
 const config = readConfig()
 const loggerOptions: LoggerOptions = {
   level: config.LOG_LEVEL,
-  // Request logs carry no headers today; this keeps tokens out if a serializer ever adds them.
   redact: ['req.headers.authorization', 'req.headers.cookie'],
-  // Every error logged, in a plugin's hook or at shutdown too, without the values bound to its statement.
-  // A URL's password never reaches the log, wherever a driver put the URL (Node's invalid-URL error keeps it in `input`).
+  // Errors are logged without their statement's bound values or any URL's password (Node's invalid-URL error keeps it in `input`).
   serializers: { err: (error: Error) => redactUrlsIn(pino.stdSerializers.err(withoutValues(error) as Error)) },
   // A person reads a terminal, a collector reads a pipe: the output decides, never NODE_ENV.
   ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {})
@@ -63,7 +62,6 @@ async function drainAndClose (app: App) {
   await app.close()
 }
 
-/** `listen` on the address of `prefix`HOST and `prefix`PORT; an address in use or not of this machine is a StartError naming the setting. */
 async function listenOn (prefix: '' | 'METRICS_', listen: (address: { host: string, port: number }) => Promise<string>): Promise<string> {
   const host = config[`${prefix}HOST`]
   const port = config[`${prefix}PORT`] ?? 0
@@ -77,7 +75,6 @@ async function listenOn (prefix: '' | 'METRICS_', listen: (address: { host: stri
   }
 }
 
-/** Serves `read` at /metrics on METRICS_PORT, when set; closes with the returned function. */
 async function serveMetrics (logger: FastifyBaseLogger, read: () => Promise<string>, contentType: string): Promise<() => Promise<void>> {
   if (config.METRICS_PORT === undefined) return async () => {}
   const server = metricsServer(read, contentType, logger)
@@ -86,16 +83,16 @@ async function serveMetrics (logger: FastifyBaseLogger, read: () => Promise<stri
   return () => server.close()
 }
 
-/** Hands `registry` to the primary's AggregatorRegistry: made in a worker, one sets up the answering. */
 function answerPrimary (registry: Registry): AggregatorRegistry<Registry['contentType']> {
   AggregatorRegistry.setRegistries([registry])
   return new AggregatorRegistry()
 }
 
-async function serve () {
+async function serve (files: SettingFiles) {
   // Before buildApp: @fastify/otel traces the Fastify instances made after the SDK starts.
   const stopTracing = config.OTEL_TRACING ? await startTracing() : async () => {}
   const app = await buildApp(config, {
+    files,
     logger: loggerOptions,
     // Bound what a slow client can hold; keep-alive outlives load balancers' 60 s idle timeout, so they close idle connections.
     // The body's own timeout (overload plugin) answers first; Node's request timeout backs it for the bodies it does not see.
@@ -119,25 +116,23 @@ async function serve () {
   await listenOn('', (address) => app.listen(address))
   const metrics = app.plinthMetrics
   if (!metrics) return
-  // A worker answers the primary's requests for its metrics; the primary serves them all, summed.
   if (cluster.isWorker) answerPrimary(metrics.registry)
   else closeMetrics = await serveMetrics(app.log, () => metrics.registry.metrics(), metrics.registry.contentType)
 }
 
-async function supervise () {
+async function supervise (files: SettingFiles) {
   if (!/^postgres(ql)?:/.test(config.DATABASE_URL)) {
     log.fatal('WORKERS > 1 needs PostgreSQL: PGlite is a single-process database. Set DATABASE_URL to a postgres:// URL or WORKERS=1')
     process.exit(1)
   }
   if (config.CREATE_TABLES_ON_STARTUP) {
     const client = await connect(config.DATABASE_URL)
-    try { await createTables(client, config.RESOURCES, fieldTablesOf(config)) } finally { await client.close() }
+    try { await createTables(client, config.RESOURCES, fieldTablesOf(files)) } finally { await client.close() }
   }
   let closing = false
   const fork = () => cluster.fork({ CREATE_TABLES_ON_STARTUP: 'false' })
   cluster.on('exit', (worker, code, signal) => {
     if (closing) return
-    // The worker printed why; every other would fail alike.
     if (code === EXIT_CONFIG) process.exit(1)
     log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another')
     fork()
@@ -156,12 +151,11 @@ async function supervise () {
   })
 }
 
-/** The driver's own words, under the wrappers (Drizzle's quotes the query). */
 function rootMessage (error: Error): string {
   return error.cause instanceof Error ? rootMessage(error.cause) : error.message
 }
 
-/** The one line for a failure at start that a setting explains, naming it; undefined for the unforeseen, logged with its stack. */
+/** One line naming the setting that explains a failure at start; undefined for the unforeseen, logged with its stack. */
 function explained (err: unknown): string | undefined {
   if (err instanceof ConfigError) return `invalid configuration: ${err.message}`
   if (err instanceof StartError) return err.message
@@ -175,13 +169,14 @@ function explained (err: unknown): string | undefined {
 }
 
 try {
+  const files = readSettingFiles(config)
   // Before the database opens: a key the auth plugin would refuse stops the start at once.
-  checkSigningKeys(config)
+  checkSigningKeys(config, files.privateKey)
   if (config.WORKERS > 1 && cluster.isPrimary) {
     warnAboutWorkerSecrets()
-    await supervise()
+    await supervise(files)
   } else {
-    await serve()
+    await serve(files)
   }
 } catch (err) {
   const line = explained(err)

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client.js'
-import { ensureFieldTable } from '../db/field-table.js'
+import { prepareResourceTable } from '../db/resources.js'
 import { readFields } from '../schemas/fields.js'
 import { TASK_INDEXES, TASKS_TABLE, TaskFields } from './tasks.js'
 import { resize, seedCommand, type SeededTable } from './resize.js'
@@ -30,7 +30,7 @@ export async function seedTasks (db: Database, count: number): Promise<void> {
 
 /** Creates the tasks table as the app's resource plugin does (a no-op once it exists with these fields). */
 export async function ensureTasksTable (db: Database): Promise<void> {
-  await ensureFieldTable(db, { table: TASKS_TABLE, fields: readFields(TaskFields), indexes: TASK_INDEXES })
+  await prepareResourceTable(db, { table: TASKS_TABLE, fields: readFields(TaskFields), indexes: TASK_INDEXES })
 }
 
 const tasksTable: SeededTable = { name: 'tasks', prepare: ensureTasksTable, seed: seedTasks }

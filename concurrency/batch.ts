@@ -10,12 +10,8 @@ export function batched<K, V> (load: (keys: readonly K[]) => Promise<ArrayLike<V
 const settled = () => undefined
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/**
- * `run` shared by every caller of one `keyOf` whose call has not started yet, who must not mutate
- * the result. A call starts on the next turn, or when the key's running call ends: callers that
- * arrive while it runs share the one after it, which still sees every write acknowledged before
- * they asked, and a hot key keeps at most one call in the database.
- */
+// `run` shared by the callers of one key whose call has not started (they must not mutate the result): each still
+// sees every write acknowledged before it asked, and a hot key keeps at most one call in the database.
 export function coalesced<K, V> (run: (key: K) => Promise<V>, keyOf: (key: K) => string): (key: K) => Promise<V> {
   const waiting = new Map<string, Promise<V>>()
   const running = new Map<string, Promise<V>>()

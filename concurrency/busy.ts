@@ -1,16 +1,22 @@
-import createError from '@fastify/error'
 import { causes } from '../db/errors.js'
+import { defineProblem, type ProblemError } from '../http/problem-error.js'
 
 /** What was full when a request was refused: the requests in progress, the event loop, the database's queue or the password hashes'. */
 export type ShedReason = 'in_flight' | 'event_loop' | 'database_queue' | 'password_queue'
 
-const ServerBusyError = createError('SERVER_BUSY', 'The server is busy; retry after %s s', 503)
+/** This module's one code, with the Retry-After it carries. */
+export const ServerBusyError = defineProblem({
+  status: 503,
+  code: 'SERVER_BUSY',
+  message: 'The server is busy; retry after %s s',
+  headers: (seconds: string | number) => ({ 'retry-after': String(seconds) })
+})
 
-export type ServerBusy = InstanceType<typeof ServerBusyError> & { reason: ShedReason, headers: Record<string, string> }
+export type ServerBusy = ProblemError & { reason: ShedReason, headers: Record<string, string> }
 
 /** The 503 of a request shed under overload, with its Retry-After. */
 export function serverBusy (reason: ShedReason, retryAfterSeconds: number): ServerBusy {
-  return Object.assign(new ServerBusyError(retryAfterSeconds), { reason, headers: { 'retry-after': String(retryAfterSeconds) } })
+  return Object.assign(new ServerBusyError(retryAfterSeconds), { reason }) as ServerBusy
 }
 
 /** The overload refusal behind `error`, which Drizzle may have wrapped, if it is one. */

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { and, eq, lt, sql, type SQL } from 'drizzle-orm'
+import { systemClock, type Clock } from './clock.js'
 import type { Database } from './client.js'
 import { accountTokens, users } from './schema.js'
 import type { SessionRepository } from './sessions.js'
@@ -33,14 +34,14 @@ export function newAccountToken () {
 }
 
 /** The single-use tokens of password resets, email verifications and email changes, kept as hashes only. */
-export function createAccountTokenRepository (db: Database, sessions: SessionRepository) {
+export function createAccountTokenRepository (db: Database, sessions: SessionRepository, { clock = systemClock }: { clock?: Clock } = {}) {
   const issue = (on: Database, purpose: TokenPurpose, where: SQL) => on.insert(accountTokens).select(on.select({
     hash: sql`${sql.placeholder('hash')}::text`.as('hash'),
     user_id: users.id,
     purpose: sql`${purpose}::text`.as('purpose'),
     binding: sql`${BINDINGS[purpose]}`.as('binding'),
     expires_at: sql`${sql.placeholder('expires_at')}::timestamptz`.as('expires_at'),
-    created_at: sql`now()`.as('created_at'),
+    created_at: sql`${sql.placeholder('now')}::timestamptz`.as('created_at'),
     new_email: (purpose === 'email_change' ? sql`${sql.placeholder('new_email')}::text` : sql`null::text`).as('new_email')
   }).from(users).where(where)).returning({ user_id: accountTokens.user_id })
   const resetByEmail = issue(db, 'reset', and(eq(users.email, sql.placeholder('email')), eq(users.is_active, true))!).prepare('account_tokens_reset')
@@ -52,14 +53,14 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
    * the user for that purpose goes with it.
    */
   async function spend (
-    purpose: TokenPurpose, token: string, now: Date, change: Partial<UserRow> | ((spent: SpentToken) => Partial<UserRow>),
+    purpose: TokenPurpose, token: string, change: Partial<UserRow> | ((spent: SpentToken) => Partial<UserRow>),
     then?: (tx: Database, user: UserRow) => Promise<unknown>
   ): Promise<UserRow | TokenRefusal> {
     return db.transaction(async (tx) => {
       const [spent] = await tx.delete(accountTokens).where(and(eq(accountTokens.hash, digest(token)), eq(accountTokens.purpose, purpose)))
         .returning({ user_id: accountTokens.user_id, binding: accountTokens.binding, expires_at: accountTokens.expires_at, new_email: accountTokens.new_email })
       if (!spent) return 'unknown'
-      if (spent.expires_at <= now) return 'expired'
+      if (spent.expires_at <= clock()) return 'expired'
       const [user] = await tx.update(users).set(typeof change === 'function' ? change(spent) : change)
         .where(and(eq(users.id, spent.user_id), sql`${BINDINGS[purpose]} = ${spent.binding}`)).returning()
       if (!user) return 'stale'
@@ -72,12 +73,12 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
   return {
     /** Stores a reset token for the active account of `email`, if there is one; the same one statement either way. */
     async issueReset (email: string, hash: string, expiresAt: Date): Promise<boolean> {
-      const rows = await resetByEmail.execute({ email: email.toLowerCase(), hash, expires_at: expiresAt.toISOString() })
+      const rows = await resetByEmail.execute({ email: email.toLowerCase(), hash, expires_at: expiresAt.toISOString(), now: clock().toISOString() })
       return rows.length > 0
     },
 
     async issueVerify (userId: number, hash: string, expiresAt: Date): Promise<void> {
-      await verifyById.execute({ id: userId, hash, expires_at: expiresAt.toISOString() })
+      await verifyById.execute({ id: userId, hash, expires_at: expiresAt.toISOString(), now: clock().toISOString() })
     },
 
     /** Stores a token to move the user to `newEmail`; the user's earlier pending change goes, so only the latest can complete. */
@@ -85,36 +86,36 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
       await db.transaction(async (tx) => {
         await tx.delete(accountTokens).where(and(eq(accountTokens.user_id, userId), eq(accountTokens.purpose, 'email_change')))
         await issue(tx, 'email_change', eq(users.id, userId))
-          .execute({ hash, expires_at: expiresAt.toISOString(), new_email: newEmail.toLowerCase() })
+          .execute({ hash, expires_at: expiresAt.toISOString(), new_email: newEmail.toLowerCase(), now: clock().toISOString() })
       })
     },
 
     /** Sets the new password hash and ends every session of the account; a mailed link proves the address, so it is verified too. */
-    resetPassword (token: string, hashedPassword: string, now: Date) {
-      return spend('reset', token, now, { hashed_password: hashedPassword, is_verified: true }, (tx, user) => sessions.revokeAll(user.id, undefined, tx))
+    resetPassword (token: string, hashedPassword: string) {
+      return spend('reset', token, { hashed_password: hashedPassword, is_verified: true }, (tx, user) => sessions.revokeAll(user.id, { tx }))
     },
 
     /** Marks the account verified, if its email is still the one the link was sent to. */
-    verify (token: string, now: Date) {
-      return spend('verify', token, now, { is_verified: true })
+    verify (token: string) {
+      return spend('verify', token, { is_verified: true })
     },
 
     /**
      * Moves the account to the address the link was mailed to, verified, and ends every session;
      * `taken`, with nothing spent, when another account has registered that address meanwhile.
      */
-    async confirmEmailChange (token: string, now: Date): Promise<UserRow | TokenRefusal | { taken: string }> {
+    async confirmEmailChange (token: string): Promise<UserRow | TokenRefusal | { taken: string }> {
       let address = ''
       const moveTo = (spent: SpentToken) => {
         address = spent.new_email!
         return { email: address, is_verified: true }
       }
-      const moved = await unlessEmailTaken(() => spend('email_change', token, now, moveTo, (tx, user) => sessions.revokeAll(user.id, undefined, tx)))
+      const moved = await unlessEmailTaken(() => spend('email_change', token, moveTo, (tx, user) => sessions.revokeAll(user.id, { tx })))
       return moved ?? { taken: address }
     },
 
     async purge (): Promise<number> {
-      const rows = await db.delete(accountTokens).where(lt(accountTokens.expires_at, sql`now()`)).returning({ hash: accountTokens.hash })
+      const rows = await db.delete(accountTokens).where(lt(accountTokens.expires_at, clock())).returning({ hash: accountTokens.hash })
       return rows.length
     }
   }

@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import createError from '@fastify/error'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
-import { createGate, gated, type QueueBound } from '../concurrency/gate.js'
+import { createGate, type QueueBound } from '../concurrency/gate.js'
+import { gated, wrapPglite } from './driver.js'
+import { DatabaseUrlError } from './errors.js'
 import { lockFolder } from './pglite-lock.js'
 import { redactUrl } from './redact-url.js'
 import * as schema from './schema.js'
-import { traced } from './tracing.js'
 
 export type Schema = typeof schema
 
@@ -15,11 +15,7 @@ export type Database = PgDatabase<PgQueryResultHKT, Schema>
 
 export type Driver = 'pglite' | 'postgres'
 
-/** A statement ready to run with its placeholders' values: one Drizzle prepared, or built for a transaction. */
-export interface Runnable<R = unknown> { execute (values?: Record<string, unknown>): Promise<R> }
-
-/** A query that runs as it is, or is prepared once under a name. */
-export interface Preparable<R> extends Runnable<R> { prepare (name: string): Runnable<R> }
+export type { Preparable, Runnable } from './driver.js'
 
 /** Queries the client runs now and holds back, beside how many it runs at most (PGlite runs one at a time). */
 export interface DatabaseLoad { size: number, running: number, waiting: number }
@@ -44,9 +40,6 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 
 /** Advisory lock for schema changes: processes starting together take turns, and the later ones find the work done. */
 export const SCHEMA_LOCK = 0x706c6e74
-
-/** A database URL that cannot be used as written: malformed, or a pglite:// path that is no folder. */
-export const DatabaseUrlError = createError('PLINTH_INVALID_DATABASE_URL', '%s')
 
 export async function connect (url: string): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))
@@ -158,8 +151,7 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
     pending++
     return call(...args).finally(() => { pending-- })
   }
-  client.query = counted(traced(client.query.bind(client))) as typeof client.query
-  client.transaction = counted(client.transaction.bind(client)) as typeof client.transaction
+  wrapPglite(client, counted)
   const db = drizzle({ client, schema })
   return {
     db,

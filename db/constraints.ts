@@ -6,10 +6,7 @@ import { rowsOf } from './raw-rows.js'
 /** What a constraint covers: its columns in its order (none for an expression), and the table a foreign key references. */
 export interface ConstraintColumns { columns: string[], references?: string }
 
-/**
- * The columns of the constraint or unique index a violation names, from the catalogs: PostgreSQL
- * names a NOT NULL's column with the error, but a key's columns only in its `detail`, beside the values.
- */
+/** From the catalogs: PostgreSQL names a key's columns only in the error's `detail`, beside the values. */
 export async function constraintColumns (db: Database, violation: ConstraintViolation): Promise<ConstraintColumns> {
   const { constraint, schema, table, column } = violation
   if (column !== undefined) return { columns: [column] }

@@ -1,8 +1,9 @@
 import { and, asc, count, eq, getTableColumns, getTableName, gt, is, sql, SQL, type InferInsertModel, type InferSelectModel } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { batched } from '../concurrency/batch.js'
-import type { Database, Runnable } from './client.js'
+import type { Database } from './client.js'
 import { serverBusyIn } from '../concurrency/busy.js'
+import { prepareAs, statementCache, type Runnable } from './driver.js'
 import { isDatabaseUnavailable, isRefusedValue } from './errors.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
@@ -21,16 +22,29 @@ export type Versioned<Row> = Row & { version: string }
 /** The version of a table's row, to select or return beside its columns. */
 export const versionOf = (table: PgTable) => sql<string>`${table}.xmin::text`
 
+/** Where a repository call runs: in `tx` when given. */
+export interface InTransaction { tx?: Database }
+
+/** A write in `tx` when given; with `ifVersions`, only while the row's version is one of them. */
+export interface WriteOptions extends InTransaction { ifVersions?: string[] }
+
 export interface Repository<Row, Insert> {
-  get (id: number, tx?: Database): Promise<Versioned<Row> | null>
-  list (page: Page, tx?: Database): Promise<Row[]>
+  get (id: number, options?: InTransaction): Promise<Versioned<Row> | null>
+  list (page: Page, options?: InTransaction): Promise<Row[]>
   /** Keyset page: unlike `offset`, its cost does not grow with the page's depth. */
-  listAfter (afterId: number, limit: number, tx?: Database): Promise<Row[]>
-  count (tx?: Database): Promise<number>
-  create (values: Insert, tx?: Database): Promise<Versioned<Row>>
-  /** With `versions`, only while the row's version is one of them: null then also when it has changed. */
-  update (id: number, values: Partial<Insert>, tx?: Database, versions?: string[]): Promise<Versioned<Row> | null>
-  delete (id: number, tx?: Database, versions?: string[]): Promise<boolean>
+  listAfter (afterId: number, limit: number, options?: InTransaction): Promise<Row[]>
+  count (options?: InTransaction): Promise<number>
+  create (values: Insert, options?: InTransaction): Promise<Versioned<Row>>
+  /** Null when no row matched: with `ifVersions`, also when the row's version has changed. */
+  update (id: number, values: Partial<Insert>, options?: WriteOptions): Promise<Versioned<Row> | null>
+  delete (id: number, options?: WriteOptions): Promise<boolean>
+}
+
+export interface RepositoryOptions {
+  /** The columns or SQL expressions a row is read and returned as; the whole row by default. */
+  selection?: Selection
+  /** Sends the updates of one event-loop turn as one statement: for a table whose rows many requests write at once. */
+  batchUpdates?: boolean
 }
 
 /** Drops keys whose value is `undefined`, so an UPDATE never resets a field the client did not send. */
@@ -73,10 +87,11 @@ export type Selection = { id: PgColumn } & Record<string, PgColumn | SQL>
 
 /**
  * Prepared reads (the query builder is costly on a hot route); outside a transaction, `get` and `create` batch per
- * event-loop turn. Rows are whole, or what `selection` picks, on reads and writes alike.
+ * event-loop turn, and `update` too with `batchUpdates`. Rows are whole, or what `selection` picks, on reads and writes alike.
  */
-export function createRepository<T extends TableWithId, Row extends object = InferSelectModel<T>> (db: Database, table: T, selection?: Selection):
-Repository<Row, InferInsertModel<T>> {
+export function createRepository<T extends TableWithId, Row extends object = InferSelectModel<T>> (
+  db: Database, table: T, { selection, batchUpdates = false }: RepositoryOptions = {}
+): Repository<Row, InferInsertModel<T>> {
   const name = getTableName(table)
   const idOf = (row: Row) => (row as { id: number }).id
   const rowColumns = selection ?? getTableColumns(table) as Selection
@@ -99,19 +114,18 @@ Repository<Row, InferInsertModel<T>> {
   const selectByIds = (exec: Database) =>
     select(exec).from(table as PgTable).where(sql`${table.id} = any(${idArray('ids')})`)
 
-  const prepared = {
-    getMany: selectByIds(db).prepare(`${name}_get_many`),
-    list: selectPage(db).prepare(`${name}_list`),
-    listAfter: selectAfter(db).prepare(`${name}_list_after`),
-    count: selectCount(db).prepare(`${name}_count`)
-  }
+  // Every statement the repository prepares, named for the table, each kind within the shapes bound.
+  const statements = statementCache(name, MAX_SHAPES)
+  const getMany = statements.one('get_many', (as) => selectByIds(db).prepare(as))
+  const list = statements.one('list', (as) => selectPage(db).prepare(as))
+  const listAfter = statements.one('list_after', (as) => selectAfter(db).prepare(as))
+  const countAll = statements.one('count', (as) => selectCount(db).prepare(as))
 
   const tableColumns = getTableColumns(table)
-  const updates = new Map<string, Runnable>()
 
   type Found = Versioned<Row>
   const lookups = batched<number, Found | null>(async (ids) => {
-    const rows = await prepared.getMany.execute({ ids: idList(ids) }) as Found[]
+    const rows = await getMany.execute({ ids: idList(ids) }) as Found[]
     const byId = new Map(rows.map((row) => [idOf(row), row]))
     return ids.map((id) => byId.get(id) ?? null)
   })
@@ -120,19 +134,16 @@ Repository<Row, InferInsertModel<T>> {
     await returning(exec.insert(table).values(rows)) as Found[]
 
   // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
-  const prepareText = (text: SQL, statementName: string): Runnable =>
-    Object.assign(returning(db.insert(table).values({} as never)), { getSQL: () => text }).prepare(statementName)
+  const prepareText = (text: SQL, as: string): Runnable => prepareAs(returning(db.insert(table).values({} as never)), text, as)
   const returnedList = sql.join(Object.values(fields).map((field) => is(field, SQL) ? field : sql.identifier(field.name)), sql`, `)
 
   // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
   // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
   // A column left out takes the table's default; a null is written as NULL.
-  const insertStatements = new Map<string, Runnable>()
-  function insertStatement (keys: string[]): Runnable {
+  function insertText (keys: string[]): SQL {
     const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
-    const text = sql`insert into ${table} (${columns}) select ${columns}
+    return sql`insert into ${table} (${columns}) select ${columns}
       from jsonb_populate_recordset(null::${table}, ${sql.placeholder('rows')}::jsonb) returning ${returnedList}`
-    return prepareText(text, `${name}_insert_${insertStatements.size}`)
   }
   const columnEntries = Object.entries(tableColumns)
   // No column sent, a default computed in JavaScript, or a key that is not the column's name: the builder's VALUES.
@@ -144,11 +155,8 @@ Repository<Row, InferInsertModel<T>> {
     const shape = keys.join(',')
     if (rows.some((row) => columnKeys(row).sort().join(',') !== shape)) return insert(rows, db)
     if (keys.length === 0 || renamed || computedDefaults.some((key) => !keys.includes(key))) return insert(rows, db)
-    let statement = insertStatements.get(shape)
-    if (!statement) {
-      if (insertStatements.size >= MAX_SHAPES) return insert(rows, db)
-      insertStatements.set(shape, statement = insertStatement(keys))
-    }
+    const statement = statements.shaped('insert', shape, (as) => prepareText(insertText(keys), as))
+    if (!statement) return insert(rows, db)
     return await statement.execute({ rows: `[${texts.join(',')}]` }) as Found[]
   }
   // One value through the table's row type, as a batch sends it: whether it alone raises a data exception.
@@ -182,7 +190,7 @@ Repository<Row, InferInsertModel<T>> {
   // The ids, gathered first as an array, make the rows found by the primary key, not by a scan.
   const updatable = columnEntries.filter(([, column]) => column !== table.id)
   const updatedAt = updatable.filter(([, column]) => column.onUpdateFn !== undefined)
-  const batchesUpdates = !renamed && updatedAt.every(([, column]) => is(column.onUpdateFn!(), SQL))
+  const batchesUpdates = batchUpdates && !renamed && updatedAt.every(([, column]) => is(column.onUpdateFn!(), SQL))
   const quoted = (key: string) => sql.raw(`'${key.replaceAll("'", "''")}'`)
   const changes = sql`jsonb_array_elements(${sql.placeholder('rows')}::jsonb) as e`
   const changedId = sql`(e->>'i')::${sql.raw(table.id.getSQLType())}`
@@ -194,7 +202,6 @@ Repository<Row, InferInsertModel<T>> {
     where ${table.id} = any(array(select ${changedId} from ${changes}))
       and ${table.id} = u.i and (u.v is null or ${versionOf(table)} in (select jsonb_array_elements_text(u.v)))
     returning ${returnedList}`
-  let updateStatement: Runnable | undefined
 
   interface Change { id: number, change: Record<string, unknown>, versions?: string[] }
   /** One change alone, as the builder sends it: outside a batch, and for a batch that failed. */
@@ -207,14 +214,13 @@ Repository<Row, InferInsertModel<T>> {
       .where(versions ? and(eq(table.id, sql.placeholder('id')), isVersion) : eq(table.id, sql.placeholder('id'))))
     const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',') + (versions ? ':versioned' : '')
     // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
-    let statement = tx ? build(tx) : updates.get(shape)
-    if (!statement) updates.set(shape, statement = build(db).prepare(`${name}_update_${updates.size}`))
+    const statement = tx ? build(tx) : statements.shaped('update', shape, (as) => build(db).prepare(as)) ?? build(db)
     const params: Record<string, unknown> = { id, versions }
     for (const column of columns) if (change[column] !== null) params[`set_${column}`] = change[column]
     return ((await statement.execute(params)) as Found[])[0] ?? null
   }
   async function updateRound (round: Change[]): Promise<Array<Found | null | Error>> {
-    updateStatement ??= prepareText(updateText, `${name}_update_batch`)
+    const updateStatement = statements.one('update_batch', (as) => prepareText(updateText, as))
     const texts = jsonEach(round.map(({ id, change, versions }) => ({ i: id, v: versions, b: change })))
     const sent = round.filter((_, i) => typeof texts[i] === 'string')
     let rows: Found[] = []
@@ -242,39 +248,39 @@ Repository<Row, InferInsertModel<T>> {
   })
 
   return {
-    async get (id, tx) {
+    async get (id, { tx } = {}) {
       if (!tx) return lookups.load(id)
       const rows = await selectById(tx).execute({ id })
       return (rows[0] as Found | undefined) ?? null
     },
-    async list ({ offset, limit }, tx) {
-      const rows = await (tx ? selectPage(tx).execute({ offset, limit }) : prepared.list.execute({ offset, limit }))
+    async list ({ offset, limit }, { tx } = {}) {
+      const rows = await (tx ? selectPage(tx).execute({ offset, limit }) : list.execute({ offset, limit }))
       return rows as Row[]
     },
-    async listAfter (afterId, limit, tx) {
-      const rows = await (tx ? selectAfter(tx).execute({ afterId, limit }) : prepared.listAfter.execute({ afterId, limit }))
+    async listAfter (afterId, limit, { tx } = {}) {
+      const rows = await (tx ? selectAfter(tx).execute({ afterId, limit }) : listAfter.execute({ afterId, limit }))
       return rows as Row[]
     },
-    async count (tx) {
-      const rows = await (tx ? selectCount(tx).execute() : prepared.count.execute())
+    async count ({ tx } = {}) {
+      const rows = await (tx ? selectCount(tx).execute() : countAll.execute())
       return rows[0]?.total ?? 0
     },
-    async create (values, tx) {
+    async create (values, { tx } = {}) {
       // A caller's own id would break the id order the batch relies on: such rows go alone.
       if (!tx && !('id' in values)) return inserts.load(values)
       return (await insert([values], tx ?? db))[0]!
     },
-    async update (id, values, tx, versions) {
+    async update (id, values, { tx, ifVersions: versions } = {}) {
       const change = definedOnly(values) as Record<string, unknown>
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
       if (columns.length === 0) {
-        const row = await this.get(id, tx)
+        const row = await this.get(id, { tx })
         return row && versions && !versions.includes(row.version) ? null : row
       }
       if (!tx && batchesUpdates) return updateBatches.load({ id, change, versions })
       return updateAlone({ id, change, versions }, tx)
     },
-    async delete (id, tx, versions) {
+    async delete (id, { tx, ifVersions: versions } = {}) {
       const rows = await (tx ?? db).delete(table)
         .where(versions ? and(eq(table.id, id), sql`${versionOf(table)} = any(${sql.param(versions)}::text[])`) : eq(table.id, id))
         .returning({ id: table.id })

@@ -1,4 +1,18 @@
-import createError from '@fastify/error'
+import { defineProblems } from '../http/problem-error.js'
+
+/** Every code the data layer throws: the resource tables' and lists' under RESOURCE_, the database's boot errors under PLINTH_. */
+export const dbProblems = defineProblems({
+  // A resource table that cannot be created or brought up to date without risk to its rows.
+  ResourceTableError: { code: 'RESOURCE_TABLE_INVALID', message: '%s' },
+  // A cursor that does not decode or was made for another sort.
+  InvalidCursorError: { status: 422, code: 'RESOURCE_INVALID_CURSOR', message: '%s' },
+  // A database URL that cannot be used as written: malformed, or a pglite:// path that is no folder.
+  DatabaseUrlError: { code: 'PLINTH_INVALID_DATABASE_URL', message: '%s' },
+  // A PGlite folder another process (or another client of this one) has open: two would corrupt it.
+  PgliteInUseError: { code: 'PLINTH_PGLITE_IN_USE', message: '%s is in use by process %s: stop the server, or use PostgreSQL' }
+})
+
+export const { ResourceTableError, InvalidCursorError, DatabaseUrlError, PgliteInUseError } = dbProblems
 
 // SQLSTATE classes and driver codes that mean "the database is not there", not "the query is wrong".
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
@@ -83,6 +97,3 @@ export function constraintViolation (error: unknown): ConstraintViolation | unde
   }
   return undefined
 }
-
-/** A resource table that cannot be created or brought up to date without risk to its rows. */
-export const ResourceTableError = createError('RESOURCE_TABLE_INVALID', '%s')

@@ -1,7 +1,8 @@
 import { and, asc, count, getTableColumns, gt, sql } from 'drizzle-orm'
-import type { Database, Preparable } from './client.js'
+import type { Database } from './client.js'
 import { coalesced } from '../concurrency/batch.js'
-import { createRepository, type Repository } from './crud.js'
+import { createRepository, type InTransaction, type Repository } from './crud.js'
+import { statementCache, type Preparable, type StatementCache } from './driver.js'
 import { itemCounts, items } from './schema.js'
 
 export type ItemRow = typeof items.$inferSelect
@@ -17,11 +18,12 @@ type AfterQuery = { q?: string, afterId: number, limit: number }
 
 export interface ItemRepository extends Repository<ItemRow, NewItem> {
   /** Exact, from the trigger-maintained counter: the same cost at ten rows or ten million. */
-  count (tx?: Database): Promise<number>
-  searchByName (text: string, limit?: number, tx?: Database): Promise<ItemRow[]>
-  countByName (text: string, tx?: Database): Promise<number>
-  page (query: PageQuery, tx?: Database): Promise<ItemSlice>
-  pageAfter (query: AfterQuery, tx?: Database): Promise<ItemSlice>
+  count (options?: InTransaction): Promise<number>
+  /** The first `limit` (20 by default) items whose name contains `text`. */
+  searchByName (text: string, options?: InTransaction & { limit?: number }): Promise<ItemRow[]>
+  countByName (text: string, options?: InTransaction): Promise<number>
+  page (query: PageQuery, options?: InTransaction): Promise<ItemSlice>
+  pageAfter (query: AfterQuery, options?: InTransaction): Promise<ItemSlice>
 }
 
 /** A LIKE pattern that finds `text` anywhere in a value, `%`, `_` and `\` matching themselves. */
@@ -29,8 +31,9 @@ export function containsPattern (text: string): string {
   return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`
 }
 
-function statement<R> (db: Database, name: string, build: (exec: Database) => Preparable<R>) {
-  const prepared = build(db).prepare(name)
+/** Prepared once as `items_<kind>`; built anew inside a transaction. */
+function statement<R> (db: Database, statements: StatementCache, kind: string, build: (exec: Database) => Preparable<R>) {
+  const prepared = statements.one(kind, (as) => build(db).prepare(as))
   return (values: Record<string, unknown>, tx?: Database) => (tx ? build(tx) : prepared).execute(values)
 }
 
@@ -38,25 +41,28 @@ function statement<R> (db: Database, name: string, build: (exec: Database) => Pr
 const nameMatches = sql`${items.name} ilike ${sql.placeholder('pattern')} escape '\\'`
 
 export function createItemRepository (db: Database): ItemRepository {
-  const base = createRepository(db, items)
-  const total = statement(db, 'items_total', (exec) =>
+  // Many requests write items at once: their updates share a statement.
+  const base = createRepository(db, items, { batchUpdates: true })
+  // Beside the base repository's, under other kinds: one statement each, none per shape.
+  const statements = statementCache('items', 0)
+  const total = statement(db, statements, 'total', (exec) =>
     exec.select({ total: sql<number>`coalesce(sum(${itemCounts.n}), 0)::int`.mapWith(Number) }).from(itemCounts))
-  const matches = statement(db, 'items_matches', (exec) =>
+  const matches = statement(db, statements, 'matches', (exec) =>
     exec.select({ total: count() }).from(items).where(nameMatches))
-  const search = statement(db, 'items_search', (exec) =>
+  const search = statement(db, statements, 'search', (exec) =>
     exec.select().from(items).where(nameMatches).orderBy(asc(items.id))
       .limit(sql.placeholder('limit')).offset(sql.placeholder('offset')))
-  const searchAfter = statement(db, 'items_search_after', (exec) =>
+  const searchAfter = statement(db, statements, 'search_after', (exec) =>
     exec.select().from(items).where(and(nameMatches, gt(items.id, sql.placeholder('afterId'))))
       .orderBy(asc(items.id)).limit(sql.placeholder('limit')))
 
   // The page and the total in one round trip: the counter sum is an InitPlan, evaluated once.
   // An empty page carries no total, so that (rare) case asks for it separately.
   const withTotal = { ...getTableColumns(items), total: sql<number>`(select coalesce(sum(${itemCounts.n}), 0)::int from ${itemCounts})`.mapWith(Number) }
-  const pageWithTotal = statement(db, 'items_page_total', (exec) =>
+  const pageWithTotal = statement(db, statements, 'page_total', (exec) =>
     exec.select(withTotal).from(items).orderBy(asc(items.id))
       .limit(sql.placeholder('limit')).offset(sql.placeholder('offset')))
-  const afterWithTotal = statement(db, 'items_after_total', (exec) =>
+  const afterWithTotal = statement(db, statements, 'after_total', (exec) =>
     exec.select(withTotal).from(items).where(gt(items.id, sql.placeholder('afterId')))
       .orderBy(asc(items.id)).limit(sql.placeholder('limit')))
   const countAll = async (tx?: Database) => (await total({}, tx))[0]?.total ?? 0
@@ -86,10 +92,10 @@ export function createItemRepository (db: Database): ItemRepository {
 
   return {
     ...base,
-    count: countAll,
-    countByName,
-    searchByName: (text, limit = 20, tx) => search({ pattern: containsPattern(text), offset: 0, limit }, tx),
-    page: (query, tx) => tx ? page(query, tx) : sharedPage(query),
-    pageAfter: (query, tx) => tx ? pageAfter(query, tx) : sharedPageAfter(query)
+    count: ({ tx } = {}) => countAll(tx),
+    countByName: (text, { tx } = {}) => countByName(text, tx),
+    searchByName: (text, { limit = 20, tx } = {}) => search({ pattern: containsPattern(text), offset: 0, limit }, tx),
+    page: (query, { tx } = {}) => tx ? page(query, tx) : sharedPage(query),
+    pageAfter: (query, { tx } = {}) => tx ? pageAfter(query, tx) : sharedPageAfter(query)
   }
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { connect, type Database, type Driver } from './client.js'
-import type { FieldTableSpec } from './field-table.js'
+import type { ResourceTableSpec } from './resource-table.js'
 import { createTables } from './resources.js'
 import { fieldTableDefinitions } from './schema.js'
 
@@ -46,7 +46,7 @@ export function changes (before: SchemaState, after: SchemaState, tables: readon
 }
 
 /** `plinth migrate` and `npm run db:migrate`: migrations and the tables of RESOURCES and RESOURCES_FILE; returns what it did, in one line. */
-export async function migrate (url: string, { resources, fieldTables }: { resources: string[], fieldTables: FieldTableSpec[] }): Promise<string> {
+export async function migrate (url: string, { resources, fieldTables }: { resources: string[], fieldTables: ResourceTableSpec[] }): Promise<string> {
   const client = await connect(url)
   try {
     const before = await schemaState(client.db)

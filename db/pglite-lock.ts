@@ -1,12 +1,9 @@
 import { linkSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import createError from '@fastify/error'
+import { PgliteInUseError } from './errors.js'
 
 /** In a PGlite folder, the PID of the process that has it open. */
 export const LOCK_FILE = 'plinth.lock'
-
-/** A PGlite folder another process (or another client of this one) has open: two would corrupt it. */
-export const PgliteInUseError = createError('PLINTH_PGLITE_IN_USE', '%s is in use by process %s: stop the server, or use PostgreSQL')
 
 // The locks this process holds: a lock naming this PID but absent here was left by an earlier process with the same PID.
 const held = new Set<string>()

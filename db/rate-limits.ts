@@ -1,4 +1,5 @@
 import { lt, sql } from 'drizzle-orm'
+import { systemClock, type Clock } from './clock.js'
 import type { Database } from './client.js'
 import { rateLimits } from './schema.js'
 
@@ -7,17 +8,16 @@ export interface Hit { current: number, ttl: number }
 
 interface Waiting { windowMs: number, waiters: Array<{ resolve: (hit: Hit) => void, reject: (err: unknown) => void }> }
 
-/**
- * Fixed-window counters in the database, so every server process on it shares them. The hits of
- * one event-loop turn go in one statement, a key's several hits as one increment.
- */
-export function createRateCounter (db: Database) {
+/** Fixed-window counters in the database, shared by every process; one event-loop turn's hits go in one statement. */
+export function createRateCounter (db: Database, { clock = systemClock }: { clock?: Clock } = {}) {
   const keys = sql`unnest(${sql.placeholder('keys')}::text[], ${sql.placeholder('counts')}::int[], ${sql.placeholder('windows')}::int[]) as k(key, n, ms)`
-  const open = sql`${rateLimits.reset_at} > now()`
+  // Windows are judged by the clock's time, the parameter `now`, so every process counts alike.
+  const now = sql`${sql.placeholder('now')}::timestamptz`
+  const open = sql`${rateLimits.reset_at} > ${now}`
   const count = db.insert(rateLimits).select(db.select({
     key: sql`k.key`.as('key'),
     hits: sql`k.n`.as('hits'),
-    reset_at: sql`now() + k.ms * interval '1 millisecond'`.as('reset_at')
+    reset_at: sql`${now} + k.ms * interval '1 millisecond'`.as('reset_at')
   }).from(keys)).onConflictDoUpdate({
     target: rateLimits.key,
     set: {
@@ -27,7 +27,7 @@ export function createRateCounter (db: Database) {
   }).returning({
     key: rateLimits.key,
     hits: rateLimits.hits,
-    ttl: sql<number>`greatest(0, ceil(extract(epoch from ${rateLimits.reset_at} - now()) * 1000))::int`
+    ttl: sql<number>`greatest(0, ceil(extract(epoch from ${rateLimits.reset_at} - ${now}) * 1000))::int`
   }).prepare('rate_limits_hit')
 
   let pending: Map<string, Waiting> | null = null
@@ -38,7 +38,8 @@ export function createRateCounter (db: Database) {
       const rows = await count.execute({
         keys: entries.map(([key]) => key),
         counts: entries.map(([, { waiters }]) => waiters.length),
-        windows: entries.map(([, { windowMs }]) => windowMs)
+        windows: entries.map(([, { windowMs }]) => windowMs),
+        now: clock().toISOString()
       })
       const counted = new Map(rows.map((row) => [row.key, row]))
       for (const [key, { waiters }] of entries) {
@@ -69,9 +70,8 @@ export function createRateCounter (db: Database) {
       })
     },
 
-    /** Deletes the counters whose window is over. */
     async purge (): Promise<number> {
-      const deleted = await db.delete(rateLimits).where(lt(rateLimits.reset_at, sql`now()`)).returning({ key: rateLimits.key })
+      const deleted = await db.delete(rateLimits).where(lt(rateLimits.reset_at, clock())).returning({ key: rateLimits.key })
       return deleted.length
     }
   }

@@ -16,7 +16,6 @@ export function redactUrl (url: string): string {
   return `${masked(scheme, url.slice(scheme.length, at))}${url.slice(at + 1)}`
 }
 
-/** `text` with the password of every URL in it replaced with `***`. */
 export function redactUrls (text: string): string {
   return text.replace(URL_IN_TEXT, (_match, scheme: string, userinfo: string) => masked(scheme, userinfo))
 }

@@ -2,11 +2,12 @@ import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, type PgColumn } from 'drizzle-orm/pg-core'
 import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
 import { ResourceTableError } from './errors.js'
-import { ensureFieldTable, type FieldTableSpec } from './field-table.js'
+import { ensureTrackedTable } from './resource-changes.js'
+import { buildResourceTable, type ResourceTableSpec } from './resource-table.js'
 import * as schema from './schema.js'
-import { resourceTable, type ResourceTable } from './schema.js'
+import { resourceTable } from './schema.js'
 
-/** Every table db/schema.ts declares: a resource's table may not take one of these names. */
+/** A resource's table may not take one of these names. */
 export const BUILT_IN_TABLES: readonly string[] = Object.values(schema)
   .filter((value) => is(value, PgTable))
   .map((table) => getTableName(table))
@@ -39,8 +40,8 @@ function columnDdl (column: PgColumn): string {
     `${column.generatedIdentity ? identity(column) : ''}${column.notNull && !column.primary ? ' NOT NULL' : ''}`
 }
 
-/** CREATE TABLE IF NOT EXISTS from the Drizzle columns, so db/schema.ts stays the one definition; refuses what it cannot express. */
-export function resourceTableDdl (table: ResourceTable): string {
+/** CREATE TABLE IF NOT EXISTS from a Drizzle table's columns (the records preset's); refuses what it cannot express. */
+export function resourceTableDdl (table: PgTable): string {
   const config = getTableConfig(table)
   const extras = config.indexes.length + config.checks.length + config.foreignKeys.length +
     config.primaryKeys.length + config.uniqueConstraints.length + config.policies.length
@@ -50,7 +51,7 @@ export function resourceTableDdl (table: ResourceTable): string {
   return `CREATE TABLE IF NOT EXISTS "${config.name}" (\n\t${config.columns.map(columnDdl).join(',\n\t')}\n);`
 }
 
-/** The columns of the ordinary table `name` on the search path; pg_catalog, as information_schema is slow on PGlite. */
+// pg_catalog, as information_schema is slow on PGlite.
 async function columnsOf (db: Database, name: string): Promise<string[]> {
   const rows = await db.select({ name: sql<string>`a.attname` })
     .from(sql`pg_attribute a join pg_class c on c.oid = a.attrelid`)
@@ -59,7 +60,7 @@ async function columnsOf (db: Database, name: string): Promise<string[]> {
 }
 
 /** Creates the table unless it exists, then checks its columns: a host's own table of that name fails the boot, not every request. */
-export async function ensureResourceTable (db: Database, table: ResourceTable): Promise<void> {
+export async function ensureResourceTable (db: Database, table: PgTable): Promise<void> {
   const name = getTableName(table)
   let found = await columnsOf(db, name)
   if (found.length === 0) {
@@ -81,9 +82,14 @@ export async function ensureResourceTable (db: Database, table: ResourceTable): 
   }
 }
 
-/** Migrations, then one table per resource, for processes that prepare a database without serving it (db:migrate, the WORKERS primary). */
-export async function createTables (client: DatabaseClient, resources: readonly string[], fieldTables: readonly FieldTableSpec[] = []): Promise<void> {
+export async function prepareResourceTable (db: Database, spec: ResourceTableSpec): Promise<void> {
+  if (spec.tracked ?? true) return ensureTrackedTable(db, spec)
+  await ensureResourceTable(db, buildResourceTable(spec.table, spec.fields, spec))
+}
+
+/** Migrations and resource tables, for processes that prepare a database without serving it (db:migrate, the WORKERS primary). */
+export async function createTables (client: DatabaseClient, records: readonly string[], resources: readonly ResourceTableSpec[] = []): Promise<void> {
   await client.migrate()
-  for (const name of new Set(resources)) await ensureResourceTable(client.db, resourceTable(name))
-  for (const spec of fieldTables) await ensureFieldTable(client.db, spec)
+  for (const name of new Set(records)) await ensureResourceTable(client.db, resourceTable(name))
+  for (const spec of resources) await prepareResourceTable(client.db, spec)
 }

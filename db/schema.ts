@@ -20,11 +20,7 @@ export const users = pgTable('users', {
   created_at: createdAt()
 })
 
-/**
- * The single-use tokens mailed for a password reset, an email verification or an email change,
- * stored only as the SHA-256 of the token. `binding` is what the token was issued for (a
- * fingerprint of the password hash and email, or the email): once that changes, the token is void.
- */
+// Mailed single-use tokens, kept as SHA-256; `binding` fingerprints what one was issued for: once that changes, it is void.
 export const accountTokens = pgTable('account_tokens', {
   hash: text('hash').primaryKey(),
   user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
@@ -48,7 +44,6 @@ export const sessions = pgTable('sessions', {
   created_at: createdAt(),
   user_agent: text('user_agent'),
   ip: text('ip'),
-  // Set when the session ends; its access tokens die with it.
   ended_at: timestamp('ended_at', { withTimezone: true, mode: 'date' })
 }, (table) => [
   index('sessions_user_id_idx').on(table.user_id)
@@ -78,8 +73,7 @@ export const loginFailures = pgTable('login_failures', {
   index('login_failures_window_start_idx').on(table.window_start)
 ])
 
-// One counter per limited route and client address, in a fixed window that restarts when it is over.
-// UNLOGGED (set in its migration): counts are not worth a WAL flush, and a crash only resets them.
+// Fixed-window counters, UNLOGGED (in its migration): counts are not worth a WAL flush, and a crash only resets them.
 export const rateLimits = pgTable('rate_limits', {
   key: text('key').primaryKey(),
   hits: integer('hits').notNull(),
@@ -88,10 +82,7 @@ export const rateLimits = pgTable('rate_limits', {
   index('rate_limits_reset_at_idx').on(table.reset_at)
 ])
 
-/**
- * The first answer to each Idempotency-Key, per user or client address: `status` is null while
- * the request is in flight; a replay sends `status`, `headers` and `body` again.
- */
+/** The first answer to each Idempotency-Key per user or address; `status` is null while the request is in flight. */
 export const idempotencyKeys = pgTable('idempotency_keys', {
   scope: text('scope').notNull(),
   key: text('key').notNull(),
@@ -120,8 +111,7 @@ export const items = pgTable('items', {
   check('items_price_non_negative', sql`${table.price} >= 0`)
 ])
 
-// The item count is the sum of these rows, so `total` costs the same at any table size. Triggers
-// (migration 0003) update one shard per backend, keeping concurrent writers off a single hot row.
+// `total` sums these shards, kept by triggers (migration 0003) one shard per backend, so writers share no hot row.
 export const itemCounts = pgTable('item_counts', {
   shard: smallint('shard').primaryKey(),
   n: bigint('n', { mode: 'number' }).notNull().default(0)
@@ -134,7 +124,7 @@ export const fieldTableDefinitions = pgTable('plinth_resource_tables', {
   updated_at: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 })
 
-/** One Profile C resource's table: its own identity sequence, so ids start at 1 and are never reused. */
+/** The table of a `records` preset resource: its own identity sequence, so ids start at 1 and are never reused. */
 export function resourceTable (name: string) {
   return pgTable(name, {
     id: integer('id').primaryKey().generatedAlwaysAsIdentity(),

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, exists, getTableColumns, gt, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { batched } from '../concurrency/batch.js'
-import { versionOf, type Versioned } from './crud.js'
+import { systemClock, type Clock } from './clock.js'
+import { versionOf, type InTransaction, type Versioned } from './crud.js'
 import type { Database } from './client.js'
 import { loginFailures, refreshTokens, sessions, users } from './schema.js'
 import type { UserRow } from './users.js'
@@ -35,15 +36,22 @@ export interface SessionOptions {
   /** Told how many sessions each write ended, and of each reuse it detected: the metrics' counts. */
   onEnded: (count: number) => void
   onReuse: () => void
+  /** The time every window, expiry and timestamp is judged by and written with. */
+  clock: Clock
 }
 
 const ignore = () => {}
 
+/** An instant as a statement's parameter: sent as text, as the driver has no encoder for every place an instant goes. */
+const instant = (at: Date | SQLWrapper) => at instanceof Date ? sql`${at.toISOString()}::timestamptz` : sql`${at}::timestamptz`
+
 /** Logins and their sessions (families of single-use refresh tokens); attempts counted in the database, shared by every process. */
-export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10, onEnded = ignore, onReuse = ignore }: Partial<SessionOptions> = {}) {
+export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10, onEnded = ignore, onReuse = ignore, clock = systemClock }: Partial<SessionOptions> = {}) {
   const window = sql.raw(`interval '${Math.trunc(loginWindowSeconds)} seconds'`)
   const grace = sql.raw(`interval '${Math.trunc(reuseIntervalSeconds)} seconds'`)
-  const inWindow = sql`${loginFailures.window_start} > now() - ${window}`
+  // The prepared statements take the clock's time as the parameter `now`.
+  const now = instant(sql.placeholder('now'))
+  const inWindow = sql`${loginFailures.window_start} > ${now} - ${window}`
   const attempter = { email: sql.placeholder('email'), address: sql.placeholder('address') }
   const ofAttempter = and(eq(loginFailures.email, attempter.email), eq(loginFailures.address, attempter.address))
   const token = {
@@ -55,17 +63,17 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
   // Each login step is one prepared statement that also does the step's other work, so a login
   // takes two round trips: its thread shares the CPU with the argon2 verifies.
-  const counted = db.$with('counted').as(db.insert(loginFailures).values({ ...attempter, failures: 1 })
+  const counted = db.$with('counted').as(db.insert(loginFailures).values({ ...attempter, failures: 1, window_start: now })
     .onConflictDoUpdate({
       target: [loginFailures.email, loginFailures.address],
       set: {
         failures: sql`case when ${inWindow} then ${loginFailures.failures} + 1 else 1 end`,
-        window_start: sql`case when ${inWindow} then ${loginFailures.window_start} else now() end`
+        window_start: sql`case when ${inWindow} then ${loginFailures.window_start} else ${now} end`
       }
     })
     .returning({
       count: loginFailures.failures,
-      retryAfter: sql<number>`greatest(1, ceil(extract(epoch from ${loginFailures.window_start} + ${window} - now())))::int`.as('retry_after')
+      retryAfter: sql<number>`greatest(1, ceil(extract(epoch from ${loginFailures.window_start} + ${window} - ${now})))::int`.as('retry_after')
     }))
   const countAndRead = db.with(counted).select({ count: counted.count, retryAfter: counted.retryAfter, user: users })
     .from(counted).leftJoin(users, eq(users.email, attempter.email))
@@ -74,16 +82,16 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const cleared = db.$with('cleared').as(db.delete(loginFailures).where(ofAttempter))
   // The session and its first refresh token in one statement; the foreign key is checked at its end.
   const opened = db.$with('opened').as(db.insert(sessions).values({
-    id: token.family_id, user_id: token.user_id, user_agent: sql.placeholder('user_agent'), ip: sql.placeholder('ip')
+    id: token.family_id, user_id: token.user_id, user_agent: sql.placeholder('user_agent'), ip: sql.placeholder('ip'), created_at: now
   }).returning({ id: sessions.id }))
-  const clearAndOpen = db.with(cleared, opened).insert(refreshTokens).values(token).prepare('sessions_open_counted')
-  const open = db.with(opened).insert(refreshTokens).values(token).prepare('sessions_open')
+  const clearAndOpen = db.with(cleared, opened).insert(refreshTokens).values({ ...token, created_at: now }).prepare('sessions_open_counted')
+  const open = db.with(opened).insert(refreshTokens).values({ ...token, created_at: now }).prepare('sessions_open')
 
-  const usable = (jti: string | SQLWrapper, userId: number | SQLWrapper) => and(
+  const usable = (jti: string | SQLWrapper, userId: number | SQLWrapper, at: SQL) => and(
     eq(refreshTokens.jti, jti),
     eq(refreshTokens.user_id, userId),
     eq(refreshTokens.revoked, false),
-    gt(refreshTokens.expires_at, sql`now()`)
+    gt(refreshTokens.expires_at, at)
   )
 
   // The rotations of one event-loop turn are one statement, no transaction: the UPDATE (only
@@ -99,7 +107,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     .where(and(sql`${refreshTokens.jti} = any(${sql.placeholder('jtis')}::uuid[])`, isNull(sessions.ended_at)))
     .orderBy(sessions.id).for('share', { of: sessions }))
   const revoked = db.$with('revoked').as(db.update(refreshTokens).set({ revoked: true }).from(sql`${users}, ${presented}, ${live}`)
-    .where(and(usable(sql`k.jti`, sql`k.user_id`), eq(users.id, refreshTokens.user_id), eq(users.is_active, true), eq(live.id, refreshTokens.family_id)))
+    .where(and(usable(sql`k.jti`, sql`k.user_id`, now), eq(users.id, refreshTokens.user_id), eq(users.is_active, true), eq(live.id, refreshTokens.family_id)))
     .returning({
       jti: refreshTokens.jti,
       user_id: refreshTokens.user_id,
@@ -115,7 +123,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     family_id: revoked.family_id,
     expires_at: revoked.next_expires_at,
     revoked: sql`false`.as('revoked'),
-    created_at: sql`now()`.as('created_at')
+    created_at: now.as('created_at')
   }).from(revoked)))
   const rotation = db.with(live, revoked, successors).select({ jti: revoked.jti, scopes: revoked.scopes, sid: revoked.family_id }).from(revoked)
     .prepare('sessions_rotate')
@@ -130,16 +138,17 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       jtis: unique.map((one) => one.jti),
       user_ids: unique.map((one) => one.userId),
       next_jtis: unique.map((one) => one.next.jti),
-      next_expiries: unique.map((one) => one.next.expires_at.toISOString())
+      next_expiries: unique.map((one) => one.next.expires_at.toISOString()),
+      now: clock().toISOString()
     })
     const rotated = new Map(rows.map((row) => [row.jti, { scopes: row.scopes, sid: row.sid }]))
     return batch.map((one) => first.get(one.jti) === one ? rotated.get(one.jti) ?? null : null)
   })
 
   // A session is listed while it can still be refreshed: not ended, and its current token unexpired.
-  const listed = (userId: number) => and(eq(sessions.user_id, userId), isNull(sessions.ended_at), exists(db.select({ one: sql`1` })
+  const listed = (userId: number, at: Date) => and(eq(sessions.user_id, userId), isNull(sessions.ended_at), exists(db.select({ one: sql`1` })
     .from(refreshTokens)
-    .where(and(eq(refreshTokens.family_id, sessions.id), eq(refreshTokens.revoked, false), gt(refreshTokens.expires_at, sql`now()`)))))
+    .where(and(eq(refreshTokens.family_id, sessions.id), eq(refreshTokens.revoked, false), gt(refreshTokens.expires_at, instant(at))))))
 
   // A session was last used when its newest refresh token was issued: a refresh writes no session row.
   const lastUsed = sql<Date>`(select max(${refreshTokens.created_at}) from ${refreshTokens} where ${refreshTokens.family_id} = ${sessions.id})`
@@ -153,7 +162,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   async function endIn (tx: Database, where: SQL): Promise<number> {
     const picked = tx.select({ id: sessions.id }).from(sessions).where(and(where, isNull(sessions.ended_at)))
       .orderBy(sessions.id).for('no key update')
-    const ended = await tx.update(sessions).set({ ended_at: sql`now()` }).where(inArray(sessions.id, picked)).returning({ id: sessions.id })
+    const ended = await tx.update(sessions).set({ ended_at: clock() }).where(inArray(sessions.id, picked)).returning({ id: sessions.id })
     if (ended.length > 0) {
       await tx.update(refreshTokens).set({ revoked: true })
         .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
@@ -174,7 +183,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     // The token's rotation is when its successor, the next token of its family, was stored.
     const successor = sql`(select min(next.created_at) from ${refreshTokens} next
       where next.family_id = ${refreshTokens.family_id} and next.created_at > ${refreshTokens.created_at})`
-    const [replayed] = await db.select({ family: refreshTokens.family_id, recent: sql<boolean>`coalesce(${successor} > now() - ${grace}, false)` })
+    const [replayed] = await db.select({ family: refreshTokens.family_id, recent: sql<boolean>`coalesce(${successor} > ${instant(clock())} - ${grace}, false)` })
       .from(refreshTokens)
       .where(and(eq(refreshTokens.jti, jti), eq(refreshTokens.user_id, userId), eq(refreshTokens.revoked, true)))
     if (!replayed) return 'invalid'
@@ -187,7 +196,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   return {
     /** Counts a login attempt from this email and address, and reads the email's account in the same statement. */
     async beginLogin (email: string, address: string): Promise<LoginAttempt> {
-      const [row] = await countAndRead.execute({ email, address })
+      const [row] = await countAndRead.execute({ email, address, now: clock().toISOString() })
       return row!
     },
 
@@ -197,7 +206,8 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
     /** Opens a session (its id is the family's) with its first refresh token; given the counted attempter, also forgets its attempts, in one statement. */
     async openSession (first: NewRefreshToken, client: Client, counted?: Attempter) {
-      await (counted ? clearAndOpen.execute({ ...counted, ...first, ...client }) : open.execute({ ...first, ...client }))
+      const now = clock().toISOString()
+      await (counted ? clearAndOpen.execute({ ...counted, ...first, ...client, now }) : open.execute({ ...first, ...client, now }))
     },
 
     /** Spends `jti` for `next` while the user is active: current scopes and session, or null (revokeFamilyIfReplayed says why). */
@@ -210,7 +220,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       const [row] = await db.select({ scopes: users.scopes }).from(refreshTokens)
         .innerJoin(users, eq(users.id, refreshTokens.user_id))
         .innerJoin(sessions, eq(sessions.id, refreshTokens.family_id))
-        .where(and(usable(jti, userId), eq(users.is_active, true), isNull(sessions.ended_at)))
+        .where(and(usable(jti, userId, instant(clock())), eq(users.is_active, true), isNull(sessions.ended_at)))
       return row?.scopes ?? null
     },
 
@@ -218,17 +228,18 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
     /** Logout: ends the session of `jti`, a usable refresh token, or says why it could not. */
     async revoke (jti: string, userId: number): Promise<'ok' | Refusal> {
-      const [token] = await db.select({ family: refreshTokens.family_id }).from(refreshTokens).where(usable(jti, userId))
+      const [token] = await db.select({ family: refreshTokens.family_id }).from(refreshTokens).where(usable(jti, userId, instant(clock())))
       if (token && await endSessions(eq(sessions.id, token.family)) > 0) return 'ok'
       return revokeFamilyIfReplayed(jti, userId)
     },
 
     /** The user's live sessions, newest first, and how many there are. */
     async list (userId: number, { offset, limit }: { offset: number, limit: number }): Promise<{ rows: SessionRow[], total: number }> {
+      const at = clock()
       const [rows, [counted]] = await Promise.all([
         db.select({ id: sessions.id, created_at: sessions.created_at, last_used_at: lastUsed, user_agent: sessions.user_agent, ip: sessions.ip })
-          .from(sessions).where(listed(userId)).orderBy(desc(sessions.created_at), desc(sessions.id)).offset(offset).limit(limit),
-        db.select({ total: count() }).from(sessions).where(listed(userId))
+          .from(sessions).where(listed(userId, at)).orderBy(desc(sessions.created_at), desc(sessions.id)).offset(offset).limit(limit),
+        db.select({ total: count() }).from(sessions).where(listed(userId, at))
       ])
       return { rows, total: counted?.total ?? 0 }
     },
@@ -239,17 +250,18 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     },
 
     /** Ends every session of the user, or every one but `keep`, in `tx` when given; returns how many were live. */
-    async revokeAll (userId: number, keep?: string, tx?: Database): Promise<number> {
+    async revokeAll (userId: number, { keep, tx }: InTransaction & { keep?: string } = {}): Promise<number> {
       return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!, tx)
     },
 
     /** Deletes what can never be used again: expired refresh tokens, revoked ones unless reuse detection keeps them as evidence, and login counters past their window. */
     async purge (): Promise<{ tokens: number, counters: number }> {
-      const expired = lt(refreshTokens.expires_at, sql`now()`)
+      const now = clock()
+      const expired = lt(refreshTokens.expires_at, now)
       const [tokens, counters] = await Promise.all([
         db.delete(refreshTokens).where(reuseDetection ? expired : or(expired, eq(refreshTokens.revoked, true)))
           .returning({ jti: refreshTokens.jti }),
-        db.delete(loginFailures).where(lt(loginFailures.window_start, sql`now() - ${window}`))
+        db.delete(loginFailures).where(lt(loginFailures.window_start, sql`${instant(now)} - ${window}`))
           .returning({ email: loginFailures.email })
       ])
       // A session goes with its last refresh record: no token of it can be used, nor kept as evidence.

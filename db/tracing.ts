@@ -34,6 +34,5 @@ export async function tracedQuery<T> (text: string, run: () => PromiseLike<T>, n
   }
 }
 
-/** `call`, whose first argument is a query's text, traced while query tracing is on. */
 export const traced = <A extends [string, ...unknown[]], R>(call: (...args: A) => Promise<R>) =>
   (...args: A): Promise<R> => queryTracing ? tracedQuery(args[0], () => call(...args)) : call(...args)

@@ -1,6 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
-import { createRepository, type Versioned } from './crud.js'
+import { createRepository, type InTransaction, type Versioned, type WriteOptions } from './crud.js'
 import { sqlState } from './errors.js'
 import { users } from './schema.js'
 
@@ -15,7 +15,7 @@ const FIRST_SUPERUSER_LOCK = 0x706c6e73
  * Runs a write that may hit the unique email index; `null` when the email is taken. In a
  * caller's transaction it runs in a savepoint, as the violation would abort the whole of it.
  */
-export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, tx?: Database): Promise<T | null> {
+export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, { tx }: InTransaction = {}): Promise<T | null> {
   try {
     return await (tx ? tx.transaction(write) : write())
   } catch (err) {
@@ -26,6 +26,7 @@ export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>,
 
 /** Users: the generic repository plus what accounts need (email lookup, unique emails, seeding). */
 export function createUserRepository (db: Database) {
+  // Unbatched: accounts change one at a time, and a taken email would fail a whole batch before each row was retried alone.
   const repo = createRepository(db, users)
   const byEmail = db.select().from(users).where(eq(users.email, sql.placeholder('email'))).limit(1).prepare('users_by_email')
 
@@ -36,13 +37,13 @@ export function createUserRepository (db: Database) {
       return rows[0] ?? null
     },
     /** `null` when the email is already registered (matched case-insensitively). */
-    create (values: NewUserRow, tx?: Database) {
-      return unlessEmailTaken((on) => repo.create({ ...values, email: values.email.toLowerCase() }, on), tx)
+    create (values: NewUserRow, { tx }: InTransaction = {}) {
+      return unlessEmailTaken((on) => repo.create({ ...values, email: values.email.toLowerCase() }, { tx: on }), { tx })
     },
-    /** `null` when no such user (or, given `versions`, not in one of them); `'email_taken'` when the new email belongs to someone else. */
-    async update (id: number, values: Partial<NewUserRow>, tx?: Database, versions?: string[]): Promise<Versioned<UserRow> | null | 'email_taken'> {
+    /** `null` when no such user (or, given `ifVersions`, not in one of them); `'email_taken'` when the new email belongs to someone else. */
+    async update (id: number, values: Partial<NewUserRow>, { tx, ifVersions }: WriteOptions = {}): Promise<Versioned<UserRow> | null | 'email_taken'> {
       const change = values.email ? { ...values, email: values.email.toLowerCase() } : values
-      const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, on, versions) }), tx)
+      const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, { tx: on, ifVersions }) }), { tx })
       return result === null ? 'email_taken' : result.row
     },
     /**
@@ -57,9 +58,9 @@ export function createUserRepository (db: Database) {
         return write(tx)
       })
     },
-    /** Deletes the account unless it is the last active superuser; given `versions`, only in one of them. */
-    async deleteAccount (id: number, versions?: string[]): Promise<'deleted' | 'not_found' | 'last_superuser'> {
-      return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, tx, versions) ? 'deleted' : 'not_found')
+    /** Deletes the account unless it is the last active superuser; given `ifVersions`, only in one of them. */
+    async deleteAccount (id: number, { ifVersions }: Pick<WriteOptions, 'ifVersions'> = {}): Promise<'deleted' | 'not_found' | 'last_superuser'> {
+      return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, { tx, ifVersions }) ? 'deleted' : 'not_found')
     },
     /**
      * The bootstrap superuser, created only while no superuser exists at all (an inactive one

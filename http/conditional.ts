@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto'
-import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { httpProblems } from './errors.js'
 import { etagKeyOf } from './etag-key.js'
 
 /**
@@ -13,9 +13,8 @@ import { etagKeyOf } from './etag-key.js'
  * @see https://www.rfc-editor.org/rfc/rfc9110#section-13
  */
 
-const PreconditionFailed = createError('PRECONDITION_FAILED', '%s has changed since the ETag sent in If-Match; read it again for its current ETag', 412)
+const { PreconditionFailed, PreconditionRequired } = httpProblems
 export const preconditionFailed = (what: string) => new PreconditionFailed(what)
-const PreconditionRequired = createError('PRECONDITION_REQUIRED', 'This write needs If-Match with the ETag of %s, from its last read or write', 428)
 
 /** The plugin option, REQUIRE_IF_MATCH in the server. */
 export const ConditionalOptions = {
@@ -110,6 +109,43 @@ export function rowEtags (app: FastifyInstance, table: string, salt = ''): RowEt
  * Why a write under `versions` wrote nothing: the row is gone (the `missing` error, such as a
  * 404), or it is there with another version (412).
  */
-export async function refusal (versions: string[] | undefined, exists: () => Promise<unknown>, missing: Error, what: string): Promise<Error> {
-  return versions !== undefined && await exists() ? preconditionFailed(what) : missing
+async function refusal (versions: string[] | undefined, exists: () => Promise<unknown>, missing: () => Error, what: string): Promise<Error> {
+  return versions !== undefined && await exists() ? preconditionFailed(what) : missing()
+}
+
+/** What makes a write to one row conditional on If-Match. */
+export interface IfMatchOptions {
+  /** The table's ETags; without them If-Match is not read, and every write is unconditional. */
+  etags?: RowEtags
+  /** A write without If-Match is refused with 428. */
+  requireIfMatch: boolean
+  id: number
+  /** The row as the problem details name it, such as `item 7`. */
+  what: string
+  /** The row as the caller last read it, if it did: a version If-Match does not name is refused (412) before any write. */
+  current?: VersionedRow
+}
+
+/** The versions If-Match lets a write replace, undefined when any will do; 428 or 412 as `IfMatchOptions` says. */
+export function ifMatchVersions (request: FastifyRequest, { etags, requireIfMatch, id, what, current }: IfMatchOptions): string[] | undefined {
+  const versions = etags?.expectedVersions(request, requireIfMatch, id, what)
+  if (versions && current && !versions.includes(current.version)) throw preconditionFailed(what)
+  return versions
+}
+
+export interface ConditionalWriteOptions<T> extends IfMatchOptions {
+  /** Writes the row, only in one of `ifVersions` when given; null or false when it wrote nothing. */
+  write: (ifVersions: string[] | undefined) => Promise<T | null | false>
+  /** Whether the row is there, asked only when a conditional write wrote nothing: 412 then, else `missing`. */
+  exists: () => Promise<unknown>
+  /** The error of a missing row, such as a 404. */
+  missing: () => Error
+}
+
+/** What `write` wrote, under the versions If-Match allows; when it wrote nothing, 404 (`missing`) or 412. */
+export async function conditionalWrite<T> (request: FastifyRequest, options: ConditionalWriteOptions<T>): Promise<T> {
+  const versions = ifMatchVersions(request, options)
+  const written = await options.write(versions)
+  if (written === null || written === false) throw await refusal(versions, options.exists, options.missing, options.what)
+  return written
 }

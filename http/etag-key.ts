@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The key of every row's ETag (http/conditional.ts), derived from etagsPlugin's secret. */
+    /** The key of every row's ETag, derived from etagsPlugin's secret. */
     plinthEtagKey: Buffer
   }
 }
@@ -11,7 +11,6 @@ declare module 'fastify' {
 export const ETAG_KEY_WARNING = 'ETags are keyed per process (SECRET_KEY is not set, or etagsPlugin has no secret or is not registered): ' +
   'they change at restart, and another process on the same database answers 412 to them in If-Match'
 
-/** The key of a process without etagsPlugin, made at the first profile that needs one. */
 let processKey: Buffer | undefined
 
 /** The ETag key of `app`: etagsPlugin's, else this process's own, with a warning the first time. */

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
-import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify'
 import { createIdempotencyStore } from '../db/idempotency.js'
 import type { Database } from '../db/client.js'
-import { inputError } from '../http/problems.js'
+import type { Clock } from '../db/clock.js'
+import { httpProblems } from './errors.js'
+import { inputError } from './problems.js'
 
 /**
  * Idempotency-Key on the routes that create, after the IETF httpapi draft: the first request
@@ -13,8 +14,8 @@ import { inputError } from '../http/problems.js'
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/
  */
 
-const keyReused = () => inputError('VALIDATION_FAILED')('headers', '/idempotency-key', 'was first sent with another request; a key names one request, body included')
-const KeyInFlight = createError('IDEMPOTENCY_KEY_IN_FLIGHT', 'The request first sent with the Idempotency-Key "%s" is still in progress; retry once it is answered', 409)
+const { IdempotencyKeyInFlight: KeyInFlight, ValidationFailed } = httpProblems
+const keyReused = () => inputError(ValidationFailed)('headers', '/idempotency-key', 'was first sent with another request; a key names one request, body included')
 
 /** The plugin option, IDEMPOTENCY_TTL_HOURS in the server. */
 export const IdempotencyOptions = {
@@ -24,9 +25,6 @@ export const IdempotencyOptions = {
 
 /** The answer headers a replay repeats. */
 const KEPT_HEADERS = ['content-type', 'location', 'etag']
-
-/** The URL of the row a POST to this collection created. */
-export const locationOf = (request: FastifyRequest, id: number) => `${request.url.split('?')[0]!.replace(/\/$/, '')}/${id}`
 
 /** `value` with every object's keys sorted, at any depth: one JSON value has one text, whatever order its keys were sent in. */
 function canonical (value: unknown): unknown {
@@ -45,9 +43,9 @@ const scopeOf = (request: FastifyRequest) => {
   return account ? `user:${account.id}` : `address:${request.ip}`
 }
 
-/** The route hooks of Idempotency-Key, for the create routes of one plugin. */
-export function idempotentCreates (db: Database, ttlHours: number) {
-  const store = createIdempotencyStore(db)
+/** The route hooks of Idempotency-Key, for the create routes of one plugin; keys expire by `clock` (the system's by default). */
+export function idempotentCreates (db: Database, ttlHours: number, clock?: Clock) {
+  const store = createIdempotencyStore(db, { clock })
   const ttlMs = ttlHours * 3_600_000
   const claims = new WeakMap<FastifyRequest, { scope: string, key: string }>()
 
@@ -62,7 +60,7 @@ export function idempotentCreates (db: Database, ttlHours: number) {
       return
     }
     const { held } = claim
-    if (held.status === null) throw Object.assign(new KeyInFlight(key), { headers: { 'retry-after': '1' } })
+    if (held.status === null) throw new KeyInFlight(key)
     if (held.fingerprint !== fingerprint) throw keyReused()
     return reply.code(held.status).headers({ ...held.headers, 'idempotent-replayed': 'true' }).send(held.body)
   }

@@ -4,7 +4,6 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify'
 import { notModified } from './conditional.js'
 
-/** The document as sent: serialized and tagged once per version of it, each encoding compressed on first use. */
 interface SentDocument {
   /** UTF-8 once: a string would be encoded again on every send. */
   json: Buffer
@@ -19,7 +18,6 @@ const encoders: Record<Encoding, (json: Buffer) => Buffer> = {
   br: (json) => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }),
   gzip: (json) => gzipSync(json)
 }
-// In order of preference, for the negotiation.
 const ENCODINGS = Object.keys(encoders) as Encoding[]
 
 const sent = new WeakMap<object, SentDocument>()
@@ -40,11 +38,7 @@ function encodedOf (form: SentDocument, encoding: Encoding): Buffer {
   return body
 }
 
-/**
- * GET of the OpenAPI document. @fastify/swagger builds it once the routes are in; this serializes
- * it once, not per request, and sends it compressed when the client takes br or gzip. Its ETag,
- * one per encoding as each is its own representation, lets a client revalidate for a 304.
- */
+/** GET of the OpenAPI document, serialized once, compressed when the client takes br or gzip, with one ETag per encoding. */
 export function openapiDocument (app: FastifyInstance): RouteHandlerMethod {
   return function sendDocument (request, reply) {
     const form = sentForm(app.swagger())

@@ -1,5 +1,5 @@
-import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { Value, ValueErrorType } from '@sinclair/typebox/value'
+import { Type, type Static, type TInteger, type TObject, type TOptional } from '@sinclair/typebox'
+import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
 import type { FastifyError } from 'fastify'
 import type { Guard } from './types.js'
 import { PG_INT_MAX } from '../schemas/common.js'
@@ -7,14 +7,10 @@ import { PG_INT_MAX } from '../schemas/common.js'
 /** A plugin's boot error, made with @fastify/error: `new Invalid('maxLimit must be ...')`. */
 export type InvalidOptions = new (message: string) => FastifyError
 
-/** A value as a boot error shows it. */
 export const shown = (value: unknown) =>
   typeof value === 'function' ? 'a function' : typeof value === 'number' ? String(value) : JSON.stringify(value) ?? String(value)
 
-/**
- * A plugin's options with their defaults, checked against its TypeBox schema. The first bad one
- * fails the boot with the option, its rule (the schema's `errorMessage`, else TypeBox's) and the value.
- */
+/** A plugin's options with their defaults; the first bad one fails the boot, naming the option, its rule and the value. */
 export function readOptions<T extends TObject> (schema: T, opts: object, Invalid: InvalidOptions): Static<T> {
   // Only the schema's own keys: Fastify adds `prefix`, and a guard is a function TypeBox cannot clone.
   const given = Object.keys(schema.properties).filter((key) => key in opts).map((key) => [key, opts[key as keyof typeof opts]])
@@ -26,17 +22,28 @@ export function readOptions<T extends TObject> (schema: T, opts: object, Invalid
     const parent = option.slice(0, option.lastIndexOf('.'))
     throw new Invalid(`${option} is unknown: ${parent} takes ${Object.keys((error.schema as TObject).properties).join(', ')}`)
   }
-  const rule = (error.schema as { errorMessage?: string }).errorMessage ?? error.message.toLowerCase()
-  throw new Invalid(`${option} ${rule} (got ${shown(error.value)})`)
+  throw new Invalid(`${option} ${ruleOf(error)} (got ${shown(error.value)})`)
 }
 
-/** The page limits of a plugin with a list; `maxLimit` comes first so that a bad one is named first. */
-export const PageLimitOptions = (maxLimit: number) => ({
+/** The schema's `errorMessage`, else TypeBox's; past a maximum the message does not state, that maximum. */
+function ruleOf ({ type, schema, message }: ValueError): string {
+  const { errorMessage, maximum } = schema as { errorMessage?: string, maximum?: number }
+  const over = type === ValueErrorType.IntegerMaximum || type === ValueErrorType.NumberMaximum
+  if (over && errorMessage !== undefined && !errorMessage.includes(String(maximum))) return `must be an integer of at most ${maximum}`
+  return errorMessage ?? message.toLowerCase()
+}
+
+// `maxLimit` first, so a bad one is named first; `fallback` is not a `default`, which would refuse a smaller maxLimit.
+export const PageLimitOptions = <Fallback extends number | undefined = undefined> (maxLimit: number, fallback?: Fallback) => ({
   /** Larger requested page sizes are reduced to this. */
   maxLimit: Type.Integer({ minimum: 1, maximum: PG_INT_MAX, default: maxLimit, errorMessage: `must be an integer from 1 to ${PG_INT_MAX}` }),
   /** Page size when the request names none; at most maxLimit. */
-  defaultLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: PG_INT_MAX, errorMessage: 'must be an integer from 1 to maxLimit' }))
+  defaultLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: PG_INT_MAX, fallback, errorMessage: 'must be an integer from 1 to maxLimit' })) as DefaultLimit<Fallback>
 })
+
+export interface DefaultLimit<Fallback> extends TOptional<TInteger> {
+  fallback: Fallback
+}
 
 /** The page size used when the request names none: `defaultLimit`, else `fallback`, never above `maxLimit`. */
 export function pageLimits ({ defaultLimit, maxLimit }: { defaultLimit?: number, maxLimit: number }, fallback: number, Invalid: InvalidOptions) {
@@ -46,7 +53,6 @@ export function pageLimits ({ defaultLimit, maxLimit }: { defaultLimit?: number,
   return { defaultLimit: defaultLimit ?? Math.min(fallback, maxLimit), maxLimit }
 }
 
-/** Hooks that guard the reads (list, get) and the writes (create, update, replace, delete). */
 export interface Guards {
   read?: Guard
   write?: Guard
@@ -54,10 +60,7 @@ export interface Guards {
 
 const REGISTER_AUTH = 'app.authenticate and app.requireScopes exist once authPlugin is registered: register it, awaited, before this plugin'
 
-/**
- * `guard` (every route) or `guards` ({ read, write }). A guard named but not a function, such as
- * app.authenticate read before authPlugin exists, fails the boot: it is missing, not open.
- */
+/** `guard` (every route) or `guards` ({ read, write }); a guard that is not a function fails the boot: it is missing, not open. */
 export function readGuards (opts: { guard?: unknown, guards?: unknown }, Invalid: InvalidOptions, prefix = ''): Guards {
   const fail = (option: string, value: unknown) =>
     new Invalid(`${prefix}${option} must be a function such as app.authenticate (got ${shown(value)}); ${REGISTER_AUTH}`)

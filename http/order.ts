@@ -1,7 +1,7 @@
-import createError from '@fastify/error'
+import { httpProblems } from './errors.js'
 import type { App } from './types.js'
 
-const OutOfOrder = createError('PLINTH_PLUGIN_ORDER', '%s must be registered before %s: %s')
+const { PluginOutOfOrder: OutOfOrder } = httpProblems
 
 export const ROUTE_PLUGINS = ['plinth-health', 'plinth-accounts', 'plinth-catalog', 'plinth-resource']
 

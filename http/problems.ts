@@ -1,6 +1,5 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
-import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import {
   constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, sqlState,
@@ -11,28 +10,35 @@ import { constraintColumns, type ConstraintColumns } from '../db/constraints.js'
 import { TEXT_PATTERN } from '../schemas/common.js'
 import type { Problem, ValidationProblem } from '../schemas/error.js'
 import { FORMAT_MESSAGES, unstorableText } from '../schemas/storable.js'
+import { httpProblems } from './errors.js'
+import type { ProblemClass, ProblemError } from './problem-error.js'
 import { apiSecurityHeaders } from './security-headers.js'
 
 type ValidationError = NonNullable<FastifyError['validation']>[number]
 
+const {
+  BodyTooLarge, DatabaseUnavailable, ForeignKeyViolation, HeadersTooLarge, HostProblem, InternalError,
+  MalformedBody, MalformedRequest, MalformedUrl, PathParameterTooLong, RequestTimeout, UniqueViolation,
+  UnsupportedMediaType, ValidationFailed
+} = httpProblems
+
 const FASTIFY_CODES: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_BODY',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_BODY',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_BODY',
-  FST_ERR_BAD_URL: 'MALFORMED_URL',
-  FST_ERR_MAX_PARAM_LENGTH: 'PATH_PARAMETER_TOO_LONG'
+  FST_ERR_CTP_BODY_TOO_LARGE: BodyTooLarge.code,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: UnsupportedMediaType.code,
+  FST_ERR_CTP_EMPTY_JSON_BODY: MalformedBody.code,
+  FST_ERR_CTP_INVALID_JSON_BODY: MalformedBody.code,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: MalformedBody.code,
+  FST_ERR_BAD_URL: MalformedUrl.code,
+  FST_ERR_MAX_PARAM_LENGTH: PathParameterTooLong.code
 }
 
 const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
 
 /**
  * Input that passed its schema but is still wrong: a 422 whose `errors[]` names the part, like a
- * schema failure. `inputError('CATALOG_INVALID_INPUT')('querystring', '/offset', 'must be 0 ...')`.
+ * schema failure. `inputError(InvalidInput)('querystring', '/offset', 'must be 0 ...')`.
  */
-export function inputError (code: string) {
-  const InvalidInput = createError(code, '/%s%s %s', 422)
+export function inputError (InvalidInput: ProblemClass<'/%s%s %s'>) {
   return (context: 'params' | 'querystring' | 'body' | 'headers', path: string, message: string): FastifyError =>
     Object.assign(new InvalidInput(context, path, message), {
       validationContext: context,
@@ -46,19 +52,19 @@ export function problem (status: number, code: string, detail: string): Problem 
 
 type ProblemParts = ValidationProblem['errors']
 
-// One class for the errors a host throws with codes of its own: the handler reads `statusCode`, `code` and `errors`.
-const HostProblem = createError('PLINTH_PROBLEM', '%s')
-
-/** An error that plinth's error handler answers as the problem document of `status`, `code` and `detail`. */
-export function problemError (status: number, code: string, detail: string): FastifyError {
-  return Object.assign(new HostProblem(detail), { code, statusCode: status })
+/**
+ * An error that plinth's error handler answers as the problem document of `status`, `code` and `detail`, with
+ * `headers` (a 401's WWW-Authenticate, a 503's Retry-After): one class for a host's own codes.
+ */
+export function problemError (status: number, code: string, detail: string, headers?: Record<string, string>): ProblemError {
+  return Object.assign(new HostProblem(detail), { code, statusCode: status }, headers === undefined ? {} : { headers })
 }
 
 /**
  * A 422 like a schema's, `errors[]` naming each part of the request that is wrong:
  * `throw validationError({ '/body/title': 'is reserved' })`.
  */
-export function validationError (errors: Record<string, string>, code = 'VALIDATION_FAILED'): FastifyError {
+export function validationError (errors: Record<string, string>, code = ValidationFailed.code): FastifyError {
   const parts = Object.entries(errors).map(([path, message]) => ({ path, message }))
   return Object.assign(problemError(422, code, parts.map(({ path, message }) => `${path} ${message}`).join('; ')), { errors: parts })
 }
@@ -106,7 +112,7 @@ function validationProblem (error: FastifyError): ValidationProblem {
     message: message(item)
   }))
   const detail = errors.map((item) => `${item.path} ${item.message}`).join('; ') || 'request is invalid'
-  return { ...problem(422, 'VALIDATION_FAILED', detail), errors }
+  return { ...problem(422, ValidationFailed.code, detail), errors }
 }
 
 /** A value that passed its schema but not PostgreSQL: the client's 422, naming the field when the repository found it. */
@@ -116,19 +122,15 @@ function refusedValueProblem (error: FastifyError, request: FastifyRequest): Val
   const field = refusedField(error)
   const path = `/${request.body === undefined ? 'querystring' : 'body'}${field === undefined ? '' : `/${field}`}`
   const message = 'is not a value the database accepts'
-  return { ...problem(422, 'VALIDATION_FAILED', `${path} ${message}`), errors: [{ path, message }] }
+  return { ...problem(422, ValidationFailed.code, `${path} ${message}`), errors: [{ path, message }] }
 }
 
 function toProblem (error: FastifyError, request: FastifyRequest): Problem | ValidationProblem {
   if (error.validation) return validationProblem(error)
   if (isRefusedValue(error)) return refusedValueProblem(error, request)
-  if (isDatabaseUnavailable(error)) {
-    request.log.warn({ err: withoutValues(error) }, 'database unavailable')
-    return problem(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly')
-  }
   const status = statusOf(error)
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Content type "${request.headers['content-type']}" is not supported here`)
+    return problem(415, UnsupportedMediaType.code, new UnsupportedMediaType(String(request.headers['content-type'])).message)
   }
   // Client errors, and deliberate coded server errors such as a 503, pass through as thrown.
   if ((status >= 400 && status < 500) || (status > 500 && status < 600 && error.code)) {
@@ -139,7 +141,7 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
   }
   // Anything else is our fault: the log gets the error, the client a generic line it can quote.
   request.log.error({ err: withoutValues(error) }, 'unhandled error')
-  return problem(500, 'INTERNAL_ERROR', `An unexpected error occurred (request ${request.id})`)
+  return problem(500, InternalError.code, new InternalError(request.id).message)
 }
 
 // Where drivers keep a failed statement's values (Drizzle's and PGlite's `params`, postgres.js's `parameters`
@@ -185,7 +187,7 @@ const quoted = (name: string | undefined) => name === undefined ? '' : ` "${name
 
 function constraintValidationProblem (request: FastifyRequest, paths: string[], message: string): ValidationProblem {
   const errors = paths.map((path) => ({ path, message }))
-  return { ...problem(422, 'VALIDATION_FAILED', errors.map(({ path }) => `${path} ${message}`).join('; ')), errors }
+  return { ...problem(422, ValidationFailed.code, errors.map(({ path }) => `${path} ${message}`).join('; ')), errors }
 }
 
 /**
@@ -196,14 +198,14 @@ function constraintProblem (request: FastifyRequest, violation: ConstraintViolat
   const { kind, constraint, table = 'the table' } = violation
   if (kind === 'unique') {
     const fields = columns.length === 0 ? 'these values' : `this ${columns.join(' and ')}`
-    return problem(409, 'UNIQUE_VIOLATION', `Another row of ${table} already has ${fields} (unique constraint${quoted(constraint)})`)
+    return problem(409, UniqueViolation.code, new UniqueViolation(table, fields, quoted(constraint)).message)
   }
   if (kind === 'foreign_key') {
     const paths = constraintPaths(request, columns)
     // A create, or a write that sets the key, points at no row; any other write (a delete above all) would leave rows pointing at nothing.
     if (request.method !== 'POST' && !paths[0]!.startsWith('/body/')) {
       const from = columns.length === 0 ? table : `${table} (${columns.join(', ')})`
-      return problem(409, 'FOREIGN_KEY_VIOLATION', `This row is still referenced from ${from} (foreign key constraint${quoted(constraint)})`)
+      return problem(409, ForeignKeyViolation.code, new ForeignKeyViolation(from, quoted(constraint)).message)
     }
     return constraintValidationProblem(request, paths, `must match a row of ${references ?? 'the table it references'} (foreign key constraint${quoted(constraint)})`)
   }
@@ -221,16 +223,22 @@ async function constraintAnswer (request: FastifyRequest, violation: ConstraintV
   return constraintProblem(request, violation, columns)
 }
 
+/** The headers are the error's own, set before: this handler adds none of its own (no challenge, no wait). */
 export function sendProblem (reply: FastifyReply, body: Problem) {
-  if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
-  if (body.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5')
   return reply.code(body.status).type('application/problem+json').send(body)
 }
 
+/** The 503 of a database that does not answer, when that is why `error` was thrown. */
+function databaseUnavailableIn (error: ProblemError, request: FastifyRequest): ProblemError | undefined {
+  if (!isDatabaseUnavailable(error)) return undefined
+  request.log.warn({ err: withoutValues(error) }, 'database unavailable')
+  return new DatabaseUnavailable()
+}
+
 /** Any error as a problem document: at the root, on each profile's context (for host apps), and before routing (`frameworkErrors`). */
-export function problemErrorHandler (this: unknown, thrown: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+export function problemErrorHandler (this: unknown, thrown: ProblemError, request: FastifyRequest, reply: FastifyReply) {
   // A query refused under overload reaches here wrapped by Drizzle.
-  const error = serverBusyIn(thrown) ?? thrown
+  const error = serverBusyIn(thrown) ?? databaseUnavailableIn(thrown, request) ?? thrown
   const violation = constraintViolation(error)
   if (violation !== undefined) return constraintAnswer(request, violation).then((body) => sendProblem(reply, body))
   const body = toProblem(error, request)
@@ -267,9 +275,9 @@ function lingerClose (request: IncomingMessage, reply: FastifyReply) {
   request.resume()
 }
 
-const CLIENT_ERRORS: Record<string, [number, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'HEADERS_TOO_LARGE'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT']
+const CLIENT_ERRORS: Record<string, ProblemClass<'The request is not valid HTTP/1.1%s'>> = {
+  HPE_HEADER_OVERFLOW: HeadersTooLarge,
+  ERR_HTTP_REQUEST_TIMEOUT: RequestTimeout
 }
 
 // The responses below bypass Fastify's hooks, so they set the API's security headers themselves.
@@ -278,9 +286,10 @@ const securityHeaderLines = Object.entries(apiSecurityHeaders).map(([name, value
 /** Bytes Node's HTTP parser refuses never become a request: the problem document goes straight to the socket, which then closes. */
 export function clientErrorHandler (error: Error & { code?: string, reason?: string }, socket: Socket) {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, code] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'MALFORMED_REQUEST']
+  const Refusal = CLIENT_ERRORS[error.code ?? ''] ?? MalformedRequest
+  const status = Refusal.status!
   const reason = status === 400 && error.reason ? `: ${error.reason}` : ''
-  const body = JSON.stringify(problem(status, code, `The request is not valid HTTP/1.1${reason}`))
+  const body = JSON.stringify(problem(status, Refusal.code, new Refusal(reason).message))
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n${securityHeaderLines}Connection: close\r\n\r\n${body}`)

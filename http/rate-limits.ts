@@ -1,11 +1,11 @@
-import createError from '@fastify/error'
 import rateLimit, { normalizeIP, type FastifyRateLimitStore, type FastifyRateLimitStoreCtor, type RateLimitOptions } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 import type { RateCounter } from '../db/rate-limits.js'
+import { httpProblems } from './errors.js'
 import { canonicalUrl } from './trailing-slash.js'
 import type { App } from './types.js'
 
-const RateLimited = createError('RATE_LIMITED', 'Too many requests to %s from this address; retry in %s seconds', 429)
+const { RateLimited } = httpProblems
 
 /** @fastify/rate-limit's store on the database's counters, which every server process shares. */
 function storeOn (counter: RateCounter): FastifyRateLimitStoreCtor {

@@ -4,7 +4,7 @@ import type {
   RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault
 } from 'fastify'
 
-/** plinth's Fastify instance: TypeBox route schemas type the handlers. Every plugin and route module takes one. */
+/** plinth's Fastify instance: TypeBox route schemas type the handlers. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>
 
 /** A guard: refuses the request with a problem document, or lets it through with `request.account` set. */

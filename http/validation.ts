@@ -4,16 +4,14 @@ import addFormats from 'ajv-formats'
 import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { jsonbKeyword, storableFormats } from '../schemas/storable.js'
 
-// Fastify's defaults, but a JSON body is never coerced ("price": "5" is refused), while query strings and
-// paths, text by nature, are. Verbose errors carry the refused value for the message. No meta-schema check
-// or code optimisation: the schemas are TypeBox output (tested in the OpenAPI document), and both cost start-up time.
+// A JSON body is never coerced ("price": "5" is refused); query strings and paths, text by nature, are. No meta-schema
+// check or code optimisation: the schemas are TypeBox output, and both cost start-up time.
 const common: Options = { useDefaults: true, removeAdditional: true, allErrors: false, verbose: true, code: { optimize: false }, validateSchema: false }
 
 function ajv (options: Options) {
   // Draft 2019-09 rather than Fastify's draft-07: it knows dependentRequired, as OpenAPI 3.1 does.
   const instance = new Ajv2019({ ...common, ...options })
   addFormats.default(instance)
-  // Dates and instants as PostgreSQL takes them, and objects as jsonb stores them: else a driver error, a 500.
   for (const [name, format] of Object.entries(storableFormats)) instance.addFormat(name, format)
   instance.addKeyword(jsonbKeyword)
   return instance

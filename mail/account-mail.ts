@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { newAccountToken, type AccountTokenRepository } from '../db/account-tokens.js'
+import type { Clock } from '../db/clock.js'
 import type { RateCounter } from '../db/rate-limits.js'
 import type { UserRow } from '../db/users.js'
 import type { Mailer } from './mailer.js'
@@ -14,7 +15,7 @@ export interface AccountMailOptions {
   verifyTokenMinutes: number
   mailsPerEmail: number
   mailWindowSeconds: number
-  now: () => Date
+  clock: Clock
 }
 
 /** "30 minutes", "24 hours": how long a link works, as a message says it. */
@@ -25,7 +26,7 @@ export function duration (minutes: number) {
 
 /** The links accounts mail: a token stored as its hash, in a link to the front end's page for it. */
 export function accountMail (options: AccountMailOptions) {
-  const { tokens, counter, mailer, now } = options
+  const { tokens, counter, mailer, clock } = options
 
   /** Seconds until this address may get another mail of this kind, or 0 while it is under the cap. */
   async function capped (kind: TemplateName, email: string): Promise<number> {
@@ -39,13 +40,10 @@ export function accountMail (options: AccountMailOptions) {
     mailer.send(request.log, kind, email, { link, email, expires: duration(minutes) })
   }
 
-  const expiry = (minutes: number) => new Date(now().getTime() + minutes * 60_000)
+  const expiry = (minutes: number) => new Date(clock().getTime() + minutes * 60_000)
 
   return {
-    /**
-     * A reset link to the active account of `email`, if there is one. All of it happens after the
-     * answer is sent, so the answer takes the same time whether or not the account exists.
-     */
+    /** A reset link to the active account of `email`, if any, sent after the answer so its timing tells nothing of the account. */
     reset (request: FastifyRequest, email: string): void {
       const address = email.toLowerCase()
       mailer.later(request.log, async () => {
@@ -75,11 +73,8 @@ export function accountMail (options: AccountMailOptions) {
       return capped('confirm-email', address)
     },
 
-    /**
-     * A link that moves the user to `address` (lower-cased), mailed there, and a notice to the user's current
-     * email, never capped: whoever asks for a change cannot keep the owner from hearing of it.
-     * The link works as long as a reset link, since following it can hand over the account.
-     */
+    // The link lives as long as a reset link, since following it can hand over the account.
+    /** A link to `address` that moves the user there, and an uncapped notice to the current email, so the owner always hears of it. */
     async changeEmail (request: FastifyRequest, user: UserRow, address: string): Promise<void> {
       const { token, hash } = newAccountToken()
       await tokens.issueEmailChange(user.id, address, hash, expiry(options.resetTokenMinutes))

@@ -7,9 +7,7 @@ export interface MailerOptions {
   sendMail?: SendMail
   from: string
   templates: Record<TemplateName, MailTemplate>
-  /** How long a message may take before it counts as failed. */
   timeoutMs: number
-  /** Told whether each message the mail server was given went: the metrics' counts. */
   onDelivered?: (sent: boolean) => void
 }
 
@@ -21,10 +19,7 @@ function within<T> (promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
-/**
- * Renders and sends account mail in the background: a request never waits for the mail server,
- * and a failure is logged under that request's id, never answered.
- */
+/** Sends account mail in the background: a request never waits for the mail server, and a failure is logged, never answered. */
 export function createMailer ({ sendMail, from, templates, timeoutMs, onDelivered = () => {} }: MailerOptions) {
   const pending = new Set<Promise<void>>()
 

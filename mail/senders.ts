@@ -20,10 +20,7 @@ export interface SmtpSender {
   close (): void
 }
 
-/**
- * nodemailer on an `smtp://` or `smtps://` URL (credentials in it, `?` options as nodemailer
- * reads them). Each connection step gives up after `timeoutMs`, so a dead server is an error soon.
- */
+/** nodemailer on an `smtp://` or `smtps://` URL; each connection step gives up after `timeoutMs`, so a dead server fails soon. */
 export function smtpSender (url: string, timeoutMs: number): SmtpSender {
   const transport = createTransport({ url, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs })
   return {

@@ -7,10 +7,7 @@ export type TemplateName = typeof TEMPLATE_NAMES[number]
 /** One message's subject, text part and HTML part, with `{{name}}` placeholders. */
 export interface MailTemplate { subject: string, text: string, html: string }
 
-/**
- * What a template can name: the link to follow, the recipient and how long the link works, such as
- * "30 minutes"; in the notice of an email change, the address it moves to.
- */
+/** `expires` reads like "30 minutes"; `new_email` is set only in the notice of an email change. */
 export interface TemplateValues { link: string, email: string, expires: string, new_email?: string }
 
 const page = (paragraphs: string[]) =>
@@ -77,10 +74,7 @@ export function render (template: MailTemplate, values: TemplateValues): MailTem
 
 const PARTS = { subject: 'subject.txt', text: 'txt', html: 'html' } as const
 
-/**
- * The templates of a folder: `<name>.subject.txt`, `<name>.txt` and `<name>.html` for each
- * message name; a missing file keeps the default part, a file that cannot be read is an error.
- */
+/** `<name>.subject.txt`, `<name>.txt` and `<name>.html` per message; a missing file keeps the default part, an unreadable one throws. */
 export function readTemplatesDir (dir: string): Partial<Record<TemplateName, Partial<MailTemplate>>> {
   const read = (file: string) => {
     try {

@@ -1,11 +1,20 @@
 import fp from 'fastify-plugin'
+import { systemClock, type Clock } from '../db/clock.js'
 import { connect, type DatabaseClient } from '../db/client.js'
+import { shown } from '../http/options.js'
 import type { App } from '../http/types.js'
+import { defineProblems } from '../http/problem-error.js'
+
+/** Every code this plugin throws. */
+export const dbPluginProblems = defineProblems({ InvalidDbOptions: { code: 'DB_INVALID_OPTIONS', message: 'db plugin: %s' } })
+export const { InvalidDbOptions } = dbPluginProblems
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** plinth's database: the Drizzle instance (`.db`) every profile uses, its driver, ping and migrations. */
     plinthDb: DatabaseClient
+    /** The clock every token, mailed link, rate window, session and purge of plinth reads. */
+    plinthClock: Clock
   }
 }
 
@@ -16,14 +25,18 @@ export type DbOptions = ({
   client: DatabaseClient
 }) & {
   migrate?: boolean
+  /** Where plinth's time comes from (default: the system's); tests move it instead of waiting. */
+  clock?: Clock
 }
 
 /** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
 async function dbPlugin (app: App, opts: DbOptions) {
+  if (opts.clock !== undefined && typeof opts.clock !== 'function') throw new InvalidDbOptions(`clock must be a function returning a Date (got ${shown(opts.clock)})`)
   const client = 'client' in opts ? opts.client : await connect(opts.url)
   if (!('client' in opts)) app.addHook('onClose', () => client.close())
   if (opts.migrate !== false) await client.migrate()
   app.decorate('plinthDb', client)
+  app.decorate('plinthClock', opts.clock ?? systemClock)
   app.log.debug({ driver: client.driver }, 'database ready')
 }
 

@@ -1,6 +1,5 @@
 // Kept in the declarations: a host that imports plinth gets @fastify/swagger's typed app.swagger().
 /// <reference types="@fastify/swagger" preserve="true" />
-import createError from '@fastify/error'
 import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { Type } from '@sinclair/typebox'
@@ -11,8 +10,11 @@ import { openapiDocument } from '../http/openapi-document.js'
 import { readOptions } from '../http/options.js'
 import { assertBeforeRoutes } from '../http/order.js'
 import type { App } from '../http/types.js'
+import { defineProblems } from '../http/problem-error.js'
 
-export const InvalidDocsOptions = createError('DOCS_INVALID_OPTIONS', 'docs plugin: %s')
+/** Every code this plugin throws. */
+export const docsProblems = defineProblems({ InvalidDocsOptions: { code: 'DOCS_INVALID_OPTIONS', message: 'docs plugin: %s' } })
+export const { InvalidDocsOptions } = docsProblems
 
 /** An OpenAPI server: where clients, and Swagger UI's "Try it out", send their requests. */
 const ServerSchema = Type.Object({

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import fp from 'fastify-plugin'
+import { httpProblems } from '../http/errors.js'
 import { problem, sendProblem } from '../http/problems.js'
 import { assertBeforeRoutes } from '../http/order.js'
 import { apiSecurityHeaders } from '../http/security-headers.js'
@@ -16,12 +17,14 @@ async function errorsPlugin (app: App) {
   app.setErrorHandler(problemErrorHandler)
 
   app.setNotFoundHandler(function routeNotFound (request, reply) {
-    return sendProblem(reply, problem(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url} not found`))
+    const { RouteNotFound } = httpProblems
+    return sendProblem(reply, problem(404, RouteNotFound.code, new RouteNotFound(request.method, request.url).message))
   })
 
   // Node answers an Expect other than 100-continue with a bare 417 of its own, unless asked here.
   app.server.on('checkExpectation', function expectationFailed (request: IncomingMessage, response: ServerResponse) {
-    const body = JSON.stringify(problem(417, 'EXPECTATION_FAILED', 'Only "Expect: 100-continue" is supported'))
+    const { ExpectationFailed } = httpProblems
+    const body = JSON.stringify(problem(417, ExpectationFailed.code, ExpectationFailed.template))
     response.writeHead(417, { ...apiSecurityHeaders, 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
     response.end(body)
   })

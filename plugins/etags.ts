@@ -1,13 +1,15 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import createError from '@fastify/error'
 import { Type, type Static } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
 import { ETAG_KEY_WARNING } from '../http/etag-key.js'
 import { MIN_SECRET_BYTES } from './auth/keys.js'
 import { readOptions } from '../http/options.js'
 import type { App } from '../http/types.js'
+import { defineProblems } from '../http/problem-error.js'
 
-export const InvalidEtagsOptions = createError('ETAGS_INVALID_OPTIONS', 'etags plugin: %s')
+/** Every code this plugin throws. */
+export const etagsProblems = defineProblems({ InvalidEtagsOptions: { code: 'ETAGS_INVALID_OPTIONS', message: 'etags plugin: %s' } })
+export const { InvalidEtagsOptions } = etagsProblems
 
 export const EtagsOptionsSchema = Type.Object({
   /** Shared by every process of one database (SECRET_KEY), so that they give and take the same ETags. */

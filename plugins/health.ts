@@ -1,4 +1,3 @@
-import createError from '@fastify/error'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { coalesced } from '../concurrency/batch.js'
@@ -7,11 +6,16 @@ import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
 import { documentRoutes } from './docs.js'
 import { neverShed } from './overload.js'
+import { defineProblems } from '../http/problem-error.js'
 import { trailingSlashAliases } from '../http/trailing-slash.js'
 
 const READY_TIMEOUT_MS = 2000
 
-const NotReadyError = createError('DATABASE_UNAVAILABLE', 'The database does not answer', 503)
+/** Every code this plugin throws: the readiness probe's 503, with the Retry-After of every DATABASE_UNAVAILABLE. */
+export const healthProblems = defineProblems({
+  NotReady: { status: 503, code: 'DATABASE_UNAVAILABLE', message: 'The database does not answer', headers: { 'retry-after': '5' } }
+})
+const { NotReady: NotReadyError } = healthProblems
 
 async function within (ms: number, check: () => Promise<void>) {
   let timer: NodeJS.Timeout | undefined

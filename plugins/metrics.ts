@@ -1,4 +1,3 @@
-import createError from '@fastify/error'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
@@ -7,8 +6,11 @@ import { serverBusyIn, type ShedReason } from '../concurrency/busy.js'
 import { shown } from '../http/options.js'
 import { canonicalUrl } from '../http/trailing-slash.js'
 import type { App } from '../http/types.js'
+import { defineProblems } from '../http/problem-error.js'
 
-export const InvalidMetricsOptions = createError('PLINTH_INVALID_METRICS_OPTIONS', 'metricsPlugin: %s')
+/** Every code this plugin throws. */
+export const metricsProblems = defineProblems({ InvalidMetricsOptions: { code: 'METRICS_INVALID_OPTIONS', message: 'metricsPlugin: %s' } })
+export const { InvalidMetricsOptions } = metricsProblems
 
 /** What the profiles count beside the requests themselves. */
 export type PlinthEvent = 'login_failure' | 'refresh_reuse' | 'session_ended' | 'mail_sent' | 'mail_failed'

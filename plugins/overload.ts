@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { Readable } from 'node:stream'
-import createError from '@fastify/error'
 import { normalizeIP } from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import { Type, type Static } from '@sinclair/typebox'
@@ -12,10 +11,16 @@ import { serverBusy, type ShedReason } from '../concurrency/busy.js'
 import { problem } from '../http/problems.js'
 import { assertBeforeRoutes } from '../http/order.js'
 import { readOptions } from '../http/options.js'
+import { defineProblems } from '../http/problem-error.js'
 import type { App } from '../http/types.js'
 
-export const InvalidOverloadOptions = createError('OVERLOAD_INVALID_OPTIONS', 'overload plugin: %s')
-const BodyTimeout = createError('REQUEST_TIMEOUT', 'The request body did not arrive within %s s', 408)
+/** Every code this plugin throws; a shed request's SERVER_BUSY is concurrency/busy.ts's. */
+export const overloadProblems = defineProblems({
+  InvalidOverloadOptions: { code: 'OVERLOAD_INVALID_OPTIONS', message: 'overload plugin: %s' },
+  BodyTimeout: { status: 408, code: 'REQUEST_TIMEOUT', message: 'The request body did not arrive within %s s' }
+})
+export const { InvalidOverloadOptions } = overloadProblems
+const { BodyTimeout } = overloadProblems
 
 const Limit = (fallback: number, what: string) =>
   Type.Integer({ minimum: 0, maximum: 2147483647, default: fallback, errorMessage: `must be an integer of at least 0 (${what}; 0 turns the check off)` })
@@ -157,7 +162,7 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
     const { maxInFlight } = options
     let inFlight = 0
     const refusedBody = JSON.stringify(problem(503, refusals.in_flight.code, refusals.in_flight.message))
-    const refusedHeaders = { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(refusedBody), 'retry-after': String(retryAfterSeconds) }
+    const refusedHeaders = { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(refusedBody), ...refusals.in_flight.headers }
     const ended = () => { inFlight-- }
     // Counted once the body is in: a client that trickles its body holds a connection, never a place.
     app.addHook('preValidation', function shedPastInFlight (request, reply, done) {

@@ -1,4 +1,3 @@
-import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -7,8 +6,11 @@ import { documentRoutes } from './docs.js'
 import { readOptions } from '../http/options.js'
 import { trailingSlashAliases } from '../http/trailing-slash.js'
 import type { App } from '../http/types.js'
+import { defineProblems } from '../http/problem-error.js'
 
-export const InvalidWellKnownOptions = createError('WELL_KNOWN_INVALID_OPTIONS', 'well-known plugin: %s')
+/** Every code this plugin throws. */
+export const wellKnownProblems = defineProblems({ InvalidWellKnownOptions: { code: 'WELL_KNOWN_INVALID_OPTIONS', message: 'well-known plugin: %s' } })
+export const { InvalidWellKnownOptions } = wellKnownProblems
 
 export const WellKnownOptionsSchema = Type.Object({
   /** Where the accounts plugin is registered: its token endpoint is `<accountsPrefix>/auth/login`. */

@@ -10,14 +10,12 @@ export const PG_INT_MIN = -PG_INT_MAX - 1
 /** A lower-case SQL identifier PostgreSQL never truncates: resource, table and field names. */
 export const IDENTIFIER_PATTERN = '^[a-z][a-z0-9_]{0,62}$'
 
-/** A scope name such as `items:write`. */
 export const SCOPE_PATTERN = '^[a-z][a-z0-9:_.-]{0,63}$'
 
 export const Id = (options: { description?: string } = {}) =>
   Type.Integer({ minimum: 1, maximum: PG_INT_MAX, ...options })
 
-// Text PostgreSQL can store: no NUL, no unpaired UTF-16 surrogate (it has no UTF-8 form). Both are a 422
-// here, not a driver error: PGlite even sends a corrupt query for a surrogate after a non-ASCII letter.
+// No NUL and no unpaired surrogate: a 422 here, not a driver error (PGlite even sends a corrupt query for some surrogates).
 export const TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
 
 export const Text = (options: StringOptions = {}) => Type.String({ pattern: TEXT_PATTERN, ...options })

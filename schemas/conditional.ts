@@ -2,7 +2,6 @@ import { Type, type TSchema } from '@sinclair/typebox'
 
 const ETAG = 'The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it'
 
-/** A response that carries the row's ETag header. */
 export const withEtag = <T extends TSchema>(schema: T): T => ({ ...schema, headers: { etag: Type.String({ description: ETAG }) } })
 
 const LOCATION = Type.String({ description: 'The URL of the new row' })

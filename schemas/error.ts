@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import { Type, type Static } from '@sinclair/typebox'
+import { httpProblems as http } from '../http/errors.js'
+import type { ProblemSample } from '../http/problem-error.js'
 import { ref } from './common.js'
 
 /** RFC 9457 problem document. No field examples: this one component documents every error status. */
@@ -27,7 +29,7 @@ export type ValidationProblem = Static<typeof ValidationProblemSchema>
 export type ProblemExample = [status: number, code: string, detail: string, when?: string]
 
 /** The 409 of a write a constraint of the table refused, which any route that writes rows may answer. */
-export const ConstraintConflict: ProblemExample = [409, 'UNIQUE_VIOLATION', 'Another row of tasks already has this code (unique constraint "tasks_code_key")',
+export const ConstraintConflict: ProblemExample = [...http.UniqueViolation.example('tasks', 'this code', ' "tasks_code_key"'),
   'A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION)']
 
 function withMeaning (entry: number | ProblemExample): Required<ProblemExample> {
@@ -62,20 +64,26 @@ export function problemResponses (...statuses: Array<number | ProblemExample>) {
   }))
 }
 
+const sample = ([, code, detail]: ProblemSample): [code: string, detail: string] => [code, detail]
+
+/**
+ * The example of each status, from the registries. The auth and accounts codes are written out, as schemas/ cannot
+ * import plugins/ or routes/; test/http/error-codes.test.ts holds them to those modules' registries.
+ */
 const EXAMPLES: Record<number, [code: string, detail: string]> = {
-  400: ['MALFORMED_BODY', 'Body is not valid JSON: Unexpected end of JSON input'],
+  400: sample(http.MalformedBody.example('Body is not valid JSON: Unexpected end of JSON input')),
   401: ['AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"'],
   403: ['AUTH_INACTIVE_USER', 'This account is inactive'],
   409: ['ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered'],
-  412: ['PRECONDITION_FAILED', 'item 7 has changed since the ETag sent in If-Match; read it again for its current ETag'],
-  413: ['BODY_TOO_LARGE', 'Request body is too large'],
-  414: ['PATH_PARAMETER_TOO_LONG', "'/api/v1/items/7777...' is exceeding the max param length"],
-  415: ['UNSUPPORTED_MEDIA_TYPE', 'Content type "text/plain" is not supported here'],
-  422: ['VALIDATION_FAILED', '/body/price must be >= 0'],
-  428: ['PRECONDITION_REQUIRED', 'This write needs If-Match with the ETag of item 7, from its last read or write'],
+  412: sample(http.PreconditionFailed.example('item 7')),
+  413: sample(http.BodyTooLarge.example('Request body is too large')),
+  414: sample(http.PathParameterTooLong.example("'/api/v1/items/7777...' is exceeding the max param length")),
+  415: sample(http.UnsupportedMediaType.example('text/plain')),
+  422: sample(http.ValidationFailed.example('body', '/price', 'must be >= 0')),
+  428: sample(http.PreconditionRequired.example('item 7')),
   429: ['AUTH_TOO_MANY_FAILURES', 'Too many failed logins for this account from this address; retry in 840 seconds'],
-  500: ['INTERNAL_ERROR', 'An unexpected error occurred (request 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10)'],
-  503: ['DATABASE_UNAVAILABLE', 'The database is unavailable; try again shortly']
+  500: sample(http.InternalError.example('0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10')),
+  503: sample(http.DatabaseUnavailable.example())
 }
 
 /** The response descriptions of the document: what each status means in this API. */

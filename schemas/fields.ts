@@ -1,7 +1,6 @@
-import createError from '@fastify/error'
 import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
-import { Id, PG_INT_MAX, TEXT_PATTERN, Timestamp } from './common.js'
-import { pascalName } from './record.js'
+import { IDENTIFIER_PATTERN, Id, PG_INT_MAX, PG_INT_MIN, TEXT_PATTERN, Timestamp } from './common.js'
+import { FieldError } from './errors.js'
 import { MAX_OBJECT_DEPTH } from './storable.js'
 
 /** How a field is stored: the PostgreSQL type of its column. */
@@ -22,12 +21,14 @@ export interface Field {
 
 export type JsonSchema = Record<string, unknown>
 
+/** `user_notes` -> `UserNotes`; `a_1` -> `A_1` keeps its underscore, so two names never share a component name. */
+export const pascalName = (name: string) => name.replace(/^[a-z]|_[a-z]/g, (match) => match.slice(-1).toUpperCase())
+
 /** Columns every row has, and the list's own query parameters: no field may take these names. */
 export const SERVER_FIELDS = ['id', 'created_at', 'updated_at', 'owner_id']
 export const LIST_PARAMETERS = ['limit', 'offset', 'sort', 'cursor', 'count']
 
-const FIELD_NAME = /^[a-z][a-z0-9_]{0,62}$/
-const INT_MIN = -PG_INT_MAX - 1
+const FIELD_NAME = new RegExp(IDENTIFIER_PATTERN)
 const STRING_FORMATS = new Set(['email', 'uri', 'uuid', 'date', 'date-time'])
 const KEYWORDS: Record<string, string[]> = {
   string: ['minLength', 'maxLength', 'pattern', 'format', 'enum'],
@@ -41,9 +42,6 @@ const ANNOTATIONS = new Set(['type', 'title', 'description', 'examples', 'defaul
 
 export const SUPPORTED_FIELDS = 'a string (minLength, maxLength, pattern, format email, uri, uuid, date or date-time, or enum), ' +
   'an integer or a number (minimum, maximum), a boolean, an array of strings or an object, each optionally nullable'
-
-/** A field outside the supported set, or badly named; the resource plugin adds the resource's name. */
-export const FieldError = createError('RESOURCE_INVALID_FIELD', '%s')
 
 const plain = (schema: unknown): JsonSchema => JSON.parse(JSON.stringify(schema)) as JsonSchema
 
@@ -87,8 +85,8 @@ function kindOf (value: JsonSchema): FieldKind {
       }
       return format === 'date-time' ? 'timestamp' : format === 'date' ? 'date' : 'text'
     case 'integer': {
-      const { minimum = INT_MIN, maximum = PG_INT_MAX } = value as { minimum?: number, maximum?: number }
-      if (minimum < INT_MIN || maximum > PG_INT_MAX) throw new FieldError(`integers are PostgreSQL integers, from ${INT_MIN} to ${PG_INT_MAX}; use a number for larger values`)
+      const { minimum = PG_INT_MIN, maximum = PG_INT_MAX } = value as { minimum?: number, maximum?: number }
+      if (minimum < PG_INT_MIN || maximum > PG_INT_MAX) throw new FieldError(`integers are PostgreSQL integers, from ${PG_INT_MIN} to ${PG_INT_MAX}; use a number for larger values`)
       return 'integer'
     }
     case 'array': {
@@ -105,11 +103,11 @@ function kindOf (value: JsonSchema): FieldKind {
 
 /** NUL-free text: PostgreSQL cannot store it, so it is a 422 rather than a driver error. */
 function storable (value: JsonSchema, kind: FieldKind): JsonSchema {
-  if (kind === 'text' && value.enum === undefined) {
+  if (kind === 'text' && value.enum === undefined && value.pattern !== TEXT_PATTERN) {
     return value.pattern === undefined ? { ...value, pattern: TEXT_PATTERN } : { ...value, allOf: [{ pattern: TEXT_PATTERN }] }
   }
   if (kind === 'text[]') return { ...value, items: storable(value.items as JsonSchema, 'text') }
-  if (kind === 'integer') return { minimum: INT_MIN, maximum: PG_INT_MAX, ...value }
+  if (kind === 'integer') return { minimum: PG_INT_MIN, maximum: PG_INT_MAX, ...value }
   return value
 }
 
@@ -173,18 +171,18 @@ export function bodyFieldSchema (field: Field): JsonSchema {
 }
 
 /** The create body, which is also PUT's (a full replace): a field left out takes its default. Unknown and readOnly properties are stripped, and nothing is coerced. */
-export function createBodySchema (name: string, fields: Field[]) {
+export function createBodySchema (name: string, fields: Field[], title = `${pascalName(name)}Create`) {
   const properties = Object.fromEntries(fields.filter((field) => !isReadOnly(field)).map((field) => {
     const schema = unsafe({ ...bodyFieldSchema(field), ...(field.default !== undefined ? { default: field.default } : {}) })
     return [field.name, field.optional || field.default !== undefined ? Type.Optional(schema) : schema]
   }))
-  return Type.Object(properties, { additionalProperties: false, title: `${pascalName(name)}Create` })
+  return Type.Object(properties, { additionalProperties: false, title })
 }
 
 /** The PATCH body: every field optional and without default, so only what is sent changes. */
-export function patchBodySchema (name: string, fields: Field[]) {
+export function patchBodySchema (name: string, fields: Field[], title = `${pascalName(name)}Patch`) {
   const properties = Object.fromEntries(fields.filter((field) => !isReadOnly(field)).map((field) => [field.name, Type.Optional(unsafe(bodyFieldSchema(field)))]))
-  return Type.Object(properties, { additionalProperties: false, title: `${pascalName(name)}Patch` })
+  return Type.Object(properties, { additionalProperties: false, title })
 }
 
 /** A field always present in a row: required, defaulted or nullable (an unset optional field is left out). */

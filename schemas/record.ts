@@ -1,12 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Id, NullableText, Text } from './common.js'
+import { pascalName } from './fields.js'
 
 export const RECORD_TITLE_MAX = 255
 // Bounds a list page too: at most maxLimit records of this size.
 export const RECORD_DESCRIPTION_MAX = 10_000
 
-/** `user_notes` -> `UserNotes`; `a_1` -> `A_1` keeps its underscore, so two names never share a component name. */
-export const pascalName = (name: string) => name.replace(/^[a-z]|_[a-z]/g, (match) => match.slice(-1).toUpperCase())
+export { pascalName } from './fields.js'
 
 export const recordSchemaId = (name: string) => `${pascalName(name)}Record`
 

@@ -1,16 +1,14 @@
 import type { FormatDefinition, FuncKeywordDefinition, SchemaValidateFunction } from 'ajv'
 import { fullFormats } from 'ajv-formats/dist/formats.js'
 
-// What PostgreSQL stores and the API writes back: four-digit years, of its own calendar (no year 0).
-// A value outside these is a 422 at the door, not a driver error or a row that reads back wrong.
+// Four-digit years of PostgreSQL's calendar (no year 0): outside them a value is a 422, not a driver error or a wrong row.
 const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z')
 const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z')
 
 /** The largest UTC offset PostgreSQL takes, in hours (15:59). */
 const MAX_OFFSET_HOURS = 15
 
-// RFC 3339 as ajv-formats reads it, but with T or one space between date and time (PostgreSQL refuses other
-// spaces) and at most nine decimals (it refuses long ones).
+// RFC 3339 as ajv-formats reads it, narrowed to what PostgreSQL takes: T or one space before the time, at most nine decimals.
 const DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d\d)(?::?(\d\d))?)$/
 
 // Date.UTC reads years 0 to 99 as 1900 to 1999: the instant is computed 400 years (one whole Gregorian cycle) later.
@@ -28,7 +26,6 @@ function storedInstant (text: string): number | undefined {
 const validDate = fullFormats.date as FormatDefinition<string>
 const validDateTime = fullFormats['date-time'] as FormatDefinition<string>
 
-/** The formats `date` and `date-time`, narrowed to the values PostgreSQL takes and the API can write back. */
 export const storableFormats: Record<'date' | 'date-time', FormatDefinition<string>> = {
   date: { type: 'string', validate: (text) => !text.startsWith('0000') && (validDate.validate as (text: string) => boolean)(text) },
   'date-time': {
@@ -41,7 +38,6 @@ export const storableFormats: Record<'date' | 'date-time', FormatDefinition<stri
   }
 }
 
-/** What a failed `date` or `date-time` says: the rule, since the format's name alone does not tell the range. */
 export const FORMAT_MESSAGES: Record<string, string> = {
   date: 'must match format "date": YYYY-MM-DD, from 0001-01-01 to 9999-12-31',
   'date-time': 'must match format "date-time": RFC 3339 with Z or an offset of at most ±15:59 and at most 9 decimals, ' +
@@ -63,7 +59,6 @@ interface Unstorable { path: string, message: string }
 
 const pointerPart = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')
 
-/** The first part of a JSON value jsonb cannot take, with its JSON pointer: too deep, or text in a key or string it cannot store. */
 function unstorable (value: unknown, maxDepth: number, path = '', depth = 1): Unstorable | undefined {
   if (typeof value === 'string') {
     const text = unstorableText(value)

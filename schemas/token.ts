@@ -14,11 +14,8 @@ export type TokenPair = Static<typeof TokenPairSchema>
 
 export const GRANT_TYPES = ['password', 'refresh_token'] as const
 
-/**
- * The token endpoint's form (RFC 6749 sections 4.3 and 6): the password grant, `username` carrying
- * the email, or the refresh grant. Which fields a grant needs is checked by the route, so a missing
- * one is an OAuth `invalid_request`; unknown fields are dropped, as section 3.2 asks.
- */
+// The route checks which fields a grant needs, so a missing one is an OAuth `invalid_request`.
+/** The token endpoint's form (RFC 6749 4.3 and 6), `username` carrying the email; unknown fields are dropped (3.2). */
 export const TokenRequestSchema = Type.Object({
   grant_type: Type.Optional(Text({ maxLength: 64, description: `${GRANT_TYPES.join(' or ')}; password when absent`, examples: ['password'] })),
   username: Type.Optional(Text({ minLength: 1, maxLength: 254, description: 'The account email (password grant)', examples: ['ada@example.com'] })),

@@ -19,7 +19,6 @@ export interface TracingOptions {
 // The specs match package.json's optional peers; npm refuses a version outside them.
 const PACKAGES = ['@opentelemetry/sdk-node@0.222', '@fastify/otel@0.21', '@opentelemetry/exporter-trace-otlp-proto@0.222']
 
-/** The SDK is made of optional peer dependencies: only OTEL_TRACING loads them. */
 async function loadSdk () {
   try {
     const [{ NodeSDK }, { FastifyOtelInstrumentation }, { OTLPTraceExporter }] = await Promise.all([
@@ -34,16 +33,12 @@ async function loadSdk () {
   }
 }
 
-/**
- * Starts OpenTelemetry: every Fastify instance created afterwards is traced (@fastify/otel), and
- * every query; spans go to OTLP, configured by the standard OTEL_* variables. Resolves to the shutdown.
- */
+/** Traces every Fastify instance created afterwards and every query, to OTLP per the OTEL_* variables; resolves to the shutdown. */
 export async function startTracing (options: TracingOptions = {}): Promise<() => Promise<void>> {
   const { NodeSDK, FastifyOtelInstrumentation, OTLPTraceExporter } = await loadSdk()
   const instrumentation = new FastifyOtelInstrumentation({
     registerOnInitialization: true,
     requestHook: (span, request) => {
-      // Named as HTTP server spans are (GET /api/v1/items/:item_id), not all "request".
       span.updateName(`${request.method} ${request.routeOptions.url ?? ''}`.trim())
       // The path alone, as the semantic conventions have it: a query string may hold search text or a misplaced token.
       span.setAttribute('url.path', request.url.split('?', 1)[0]!)

@@ -4,7 +4,11 @@ import { join } from 'node:path'
 import type { TSchema } from '@sinclair/typebox'
 import t from 'tap'
 import { generateKey } from '../plugins/auth/keys.js'
-import { ConfigError, ConfigSchema, checkSigningKeys, loadConfig, resolveConfig } from '../config.js'
+import { ConfigError, ConfigSchema, VARIABLES, loadConfig, resolveConfig } from '../config.js'
+import { readSettingFiles } from '../config/files.js'
+import { PLUGIN_SCHEMAS, TARGETS, optionsOf } from '../config/plugin-options.js'
+import { checkSigningKeys } from '../config/signing-keys.js'
+import { PG_INT_MAX } from '../schemas/common.js'
 
 t.test('an empty environment gives the documented defaults', async (t) => {
   t.same(loadConfig({}), {
@@ -189,27 +193,75 @@ const docs = readFileSync(new URL('../docs/configuration.md', import.meta.url), 
 const section = (title: string) => docs.slice(docs.indexOf(`## ${title}\n`)).split(/\n## /)[0]!
 const properties = ConfigSchema.properties as Record<string, TSchema>
 
-/** The rows of the table of variables: the variables a row names, and the default each is given there. */
-function documentedDefaults (): Array<[string, string]> {
+/** The rows of the table of variables: each variable a row names, with the default and the range each is given there. */
+function documented (): Array<{ name: string, fallback: string, range: string }> {
   return section('Variables').split('\n').filter((line) => line.startsWith('| `')).flatMap((line) => {
-    const [names = '', defaults = ''] = line.slice(2).split(' | ')
+    const [names = '', defaults = '', ranges = ''] = line.slice(2).split(' | ')
     const variables = [...names.matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1]!)
-    const each = defaults.split(' / ')
-    return variables.map((name, i): [string, string] => [name, each.length === variables.length ? each[i]! : defaults])
+    const each = (cell: string, i: number) => {
+      const parts = cell.split(' / ')
+      return parts.length === variables.length ? parts[i]! : cell
+    }
+    return variables.map((name, i) => ({ name, fallback: each(defaults, i), range: each(ranges, i) }))
   })
 }
 
 /** A schema default as the table writes it. */
 const shown = (value: unknown) => Array.isArray(value) ? (value.length === 0 ? 'empty' : `\`${value.join(',')}\``) : `\`${String(value)}\``
 
-t.test('docs/configuration.md lists every setting of ConfigSchema, and no other, with its default', async (t) => {
-  const rows = documentedDefaults()
-  t.same(rows.map(([name]) => name).sort(), Object.keys(properties).sort(), 'the same variables')
-  for (const [name, cell] of rows) {
-    const fallback = properties[name]?.default
-    if (fallback === undefined) t.notMatch(cell, /^`[^`]*`$/, `${name}: no default, so none is shown`)
-    else t.ok(cell.startsWith(shown(fallback)), `${name}: ${shown(fallback)}`, { cell })
+/** An integer's bounds as the table writes them: `1 to 600`, or `at least 0` up to PostgreSQL's integer; `-` for others. */
+function rangeOf (schema: TSchema): string {
+  if (schema.type !== 'integer') return '-'
+  return schema.maximum === PG_INT_MAX ? `at least ${schema.minimum}` : `${schema.minimum} to ${schema.maximum}`
+}
+
+t.test('docs/configuration.md lists every setting of ConfigSchema, and no other, with its default and its range', async (t) => {
+  const rows = documented()
+  t.same(rows.map(({ name }) => name).sort(), Object.keys(properties).sort(), 'the same variables')
+  for (const { name, fallback, range } of rows) {
+    const schema = properties[name]!
+    if (schema.default === undefined) t.notMatch(fallback, /^`[^`]*`$/, `${name}: no default, so none is shown`)
+    else t.ok(fallback.startsWith(shown(schema.default)), `${name}: ${shown(schema.default)}`, { fallback })
+    t.equal(range, rangeOf(schema), `${name}: range`)
   }
+})
+
+t.test('a variable that sets plugin options takes its default and bounds from the option, in its own unit', async (t) => {
+  for (const [name, { options, scale }] of Object.entries(VARIABLES)) {
+    const schema = properties[name]!
+    t.equal(TARGETS[name as keyof typeof TARGETS].length >= options.length, true, `${name}: every option it names is in a plugin's schema`)
+    for (const option of options) {
+      const bound = (value: unknown) => typeof value === 'number' ? value / scale : value
+      const { minimum, maximum } = option as { minimum?: number, maximum?: number }
+      if (minimum !== undefined) t.equal(schema.minimum, Math.ceil(minimum / scale), `${name}: minimum`)
+      if (maximum !== undefined) t.equal(schema.maximum, Math.floor(maximum / scale), `${name}: maximum`)
+      const fallback = option.default ?? (option as { fallback?: unknown }).fallback
+      if (fallback !== undefined && schema.default !== undefined) t.same(schema.default, bound(fallback), `${name}: default`)
+    }
+  }
+})
+
+t.test('the options of an empty environment are the plugins\' defaults', async (t) => {
+  const options = optionsOf(loadConfig({}), readSettingFiles(loadConfig({})))
+  for (const [plugin, schema] of Object.entries(PLUGIN_SCHEMAS)) {
+    const given = options[plugin as keyof typeof options] as Record<string, unknown>
+    for (const [key, value] of Object.entries(given)) {
+      const option = (schema.properties as Record<string, TSchema>)[key]!
+      const fallback = option.default ?? (option as { fallback?: unknown }).fallback
+      if (fallback !== undefined && option.type !== 'object') t.same(value, fallback, `${plugin}.${key}`)
+    }
+  }
+})
+
+t.test('resolveConfig reads no file; readSettingFiles reads each once, with the same errors', async (t) => {
+  const absent = { RESOURCES_FILE: '/nonexistent/resources.json', MAIL_TEMPLATES_DIR: '/nonexistent/templates' }
+  const config = loadConfig(absent)
+  t.equal(config.RESOURCES_FILE, absent.RESOURCES_FILE)
+  t.throws(() => readSettingFiles(config), { code: 'PLINTH_INVALID_CONFIG', message: /^RESOURCES_FILE \/nonexistent\/resources.json: ENOENT/ })
+  t.throws(() => readSettingFiles(loadConfig({ MAIL_TEMPLATES_DIR: absent.MAIL_TEMPLATES_DIR })), {
+    code: 'PLINTH_INVALID_CONFIG', message: 'MAIL_TEMPLATES_DIR /nonexistent/templates: no such folder'
+  })
+  t.same(readSettingFiles(loadConfig({})), { resources: [], privateKey: undefined, templates: {} })
 })
 
 t.test('docs/configuration.md names every boolean, and only those, where it says how booleans are written', async (t) => {

@@ -6,7 +6,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
+import * as dbSource from '../db/index.js'
 import * as source from '../index.js'
+import * as schemasSource from '../schemas/index.js'
+import * as telemetrySource from '../telemetry/index.js'
 
 // What a user installs is dist/, reached through package.json "exports"; `npm ci` builds it.
 const root = new URL('../', import.meta.url)
@@ -24,14 +27,58 @@ t.test('the package name resolves to the built entry point, with the same export
   }
 })
 
-t.test('the declarations type every profile plugin, its options and the schemas\' static types', async (t) => {
+// Each name of the main entry is a semver promise: adding one is a decision, so it is listed here.
+const MAIN_VALUES = [
+  'API_PREFIX', 'AccountsOptionsSchema', 'AuthOptionsSchema', 'CatalogOptionsSchema', 'ConfigError', 'ConfigSchema', 'CorsOptionsSchema',
+  'DocsOptionsSchema', 'EtagsOptionsSchema', 'OverloadOptionsSchema', 'ROUTE_NAMES', 'RecordNotFound', 'ResourceNotRegistered',
+  'ResourceOptionsSchema', 'TokenError', 'WellKnownOptionsSchema', 'accountsPlugin', 'authPlugin', 'buildApp', 'catalogPlugin',
+  'conflictError', 'corsPlugin', 'createItemRepository', 'createRepository', 'dbPlugin', 'docsPlugin', 'errorsPlugin',
+  'etagsPlugin', 'forbiddenError', 'guardsOf', 'healthPlugin', 'loadConfig', 'metricsPlugin', 'metricsServer', 'neverShed',
+  'notFoundError', 'overloadPlugin', 'problem', 'problemError', 'readResourcesFile', 'resolveConfig', 'resourcePlugin',
+  'resourceTable', 'securityPlugin', 'validationError', 'wellKnownPlugin'
+]
+
+t.test('the main entry holds what a host registers, configures and throws, and nothing lower-level', async (t) => {
+  t.same(Object.keys(source).sort(), [...MAIN_VALUES].sort())
+})
+
+/** The subpaths of package.json "exports" and the source entry each is built from. */
+const SUBPATHS = [
+  ['./schemas', 'schemas', schemasSource],
+  ['./db', 'db', dbSource],
+  ['./telemetry', 'telemetry', telemetrySource]
+] as const
+
+t.test('package.json "exports" lists the main entry, the subpaths, the client and the manifest, nothing else', async (t) => {
+  t.same(Object.keys(pkg.exports), ['.', './schemas', './db', './telemetry', './client', './package.json'])
+})
+
+t.test('each subpath resolves by name to its built entry, with the same exports as its source', async (t) => {
+  for (const [subpath, dir, entry] of SUBPATHS) {
+    t.same(pkg.exports[subpath], { types: `./dist/${dir}/index.d.ts`, default: `./dist/${dir}/index.js` }, subpath)
+    t.ok(existsSync(new URL(`dist/${dir}/index.d.ts`, root)), `${subpath}: its declarations are built`)
+    const built = await import(`${pkg.name}/${dir}`) as Record<string, unknown>
+    t.same(Object.keys(built).sort(), Object.keys(entry).sort(), `${subpath}: dist is current`)
+  }
+  const db = await import(`${pkg.name}/db`) as Record<string, unknown>
+  for (const name of ['connect', 'createTables', 'ensureResourceTable', 'resourceTableDdl', 'rowsOf']) t.type(db[name], 'function', `plinth/db ${name}`)
+  t.type(db.tables, 'object', 'plinth/db tables')
+  const schemas = await import(`${pkg.name}/schemas`) as Record<string, unknown>
+  for (const name of ['ItemSchema', 'UserSchema', 'ProblemSchema']) t.type(schemas[name], 'object', `plinth/schemas ${name}`)
+  const telemetry = await import(`${pkg.name}/telemetry`) as Record<string, unknown>
+  t.type(telemetry.startTracing, 'function', 'plinth/telemetry startTracing')
+})
+
+t.test('the declarations type every profile plugin, its options, the guards and the schemas\' static types', async (t) => {
   const declarations = (path: string) => readFileSync(new URL(`dist/${path}`, root), 'utf8')
   const index = declarations('index.d.ts')
-  for (const name of ['resourcePlugin', 'ResourceOptions', 'accountsPlugin', 'AccountsOptions', 'catalogPlugin', 'CatalogOptions', 'Config']) {
+  for (const name of ['resourcePlugin', 'ResourceOptions', 'accountsPlugin', 'AccountsOptions', 'catalogPlugin', 'CatalogOptions', 'Config',
+    'Guard', 'PlinthGuards', 'PlinthAccount', 'ResourceRow']) {
     t.match(index, new RegExp(`\\b${name}\\b`), name)
   }
+  const schemas = declarations('schemas/index.d.ts')
   for (const [module, name] of [['record', 'RecordCreate'], ['item', 'ItemCreate'], ['user', 'User']] as const) {
-    t.match(index, `export * from './schemas/${module}.js'`)
+    t.match(schemas, `export * from './${module}.js'`)
     t.match(declarations(`schemas/${module}.d.ts`), new RegExp(`export type ${name} =`), name)
   }
 })
@@ -53,8 +100,8 @@ t.test('the tarball holds the product only: compiled JavaScript, declarations an
   const files = await packedFiles()
   const migrations = readdirSync(new URL('db/migrations', root)).filter((name) => name.endsWith('.sql'))
   t.ok(migrations.length > 0, 'there are migrations to ship')
-  const expected = ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/server.js',
-    'dist/client/schema.d.ts', 'dist/db/migrations/meta/_journal.json', ...migrations.map((name) => `dist/db/migrations/${name}`)]
+  const expected = ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/index.js', 'dist/server.js',
+    ...SUBPATHS.flatMap(([, dir]) => [`dist/${dir}/index.js`, `dist/${dir}/index.d.ts`]), 'dist/client/schema.d.ts', 'dist/db/migrations/meta/_journal.json', ...migrations.map((name) => `dist/db/migrations/${name}`)]
   for (const file of expected) t.ok(files.includes(file), file)
   const product = (file: string) => ['package.json', 'README.md', 'LICENSE'].includes(file) ||
     /^dist\/.+\.(js|d\.ts)$/.test(file) || file.startsWith('dist/db/migrations/')
@@ -95,7 +142,7 @@ t.test('npm ci && npm start on a fresh clone builds dist/ first, and a built one
 
 t.test('the tarball\'s bin is a script node can run', async (t) => {
   const bin = (pkg.bin.plinth as string).replace(/^\.\//, '')
-  t.equal(bin, 'dist/cli.js')
+  t.equal(bin, 'dist/cli/index.js')
   t.ok((await packedFiles()).includes(bin), 'shipped')
   t.match(readFileSync(new URL(bin, root), 'utf8').split('\n')[0], /^#!\/usr\/bin\/env node$/, 'with a shebang')
 })

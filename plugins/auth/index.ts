@@ -5,10 +5,10 @@ import type { Versioned } from '../../db/crud.js'
 import { createSessionLookup } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../../http/problems.js'
-import { inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser, notVerified } from './errors.js'
+import { TokenError, inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser, notVerified } from './errors.js'
 import { loadSigningKeys } from './keys.js'
 import { resolveAuthOptions, type AuthOptions } from './options.js'
-import { TokenError, createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
+import { createTokens, subjectId, type TokenClaims, type Tokens } from './tokens.js'
 import type { App, Guard } from '../../http/types.js'
 
 /** The account behind a verified access token. A host adds its own columns' types with `declare module 'plinth'`. */
@@ -80,7 +80,7 @@ async function authPlugin (app: App, opts: AuthOptions) {
   const { algorithm, secret, privateKey, keyId, previousKeys, issuer, audience, sessionCheck, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
   if (algorithm === 'HS256' && secret === undefined) app.log.warn(SECRET_WARNING)
   const keys = loadSigningKeys({ algorithm, secret: secret ?? randomBytes(32).toString('base64url'), privateKey, keyId, previousKeys })
-  const tokens = createTokens(keys, { accessSeconds: accessTokenMinutes * 60, refreshSeconds: refreshTokenDays * 86400, issuer, audience })
+  const tokens = createTokens(keys, { accessSeconds: accessTokenMinutes * 60, refreshSeconds: refreshTokenDays * 86400, issuer, audience, clock: app.plinthClock })
   const users = createUserRepository(app.plinthDb.db)
   const sessionUsers = createSessionLookup(app.plinthDb.db)
 
@@ -144,5 +144,6 @@ export default fp(authPlugin, {
   decorators: { fastify: ['plinthDb'] }
 })
 export type { Guard } from '../../http/types.js'
-export { TokenError, type TokenClaims, type Tokens } from './tokens.js'
+export { TokenError } from './errors.js'
+export type { TokenClaims, Tokens } from './tokens.js'
 export { AuthOptionsSchema, type AuthOptions } from './options.js'

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { readOptions } from '../../http/options.js'
+import { PG_INT_MAX } from '../../schemas/common.js'
 import { InvalidAuthOptions } from './errors.js'
 import { ALGORITHMS, MIN_SECRET_BYTES } from './keys.js'
 
@@ -15,9 +16,12 @@ export const AuthOptionsSchema = Type.Object({
   audience: Optional('The aud claim to sign and require (JWT_AUDIENCE)'),
   /** Whether the guard checks that an access token's session is still live (SESSION_CHECK). */
   sessionCheck: Type.Boolean({ default: true, errorMessage: 'must be true or false' }),
-  accessTokenMinutes: Type.Integer({ minimum: 1, default: 30, errorMessage: 'must be an integer of at least 1' }),
-  refreshTokenDays: Type.Integer({ minimum: 1, default: 14, errorMessage: 'must be an integer of at least 1' })
+  accessTokenMinutes: Type.Integer({ minimum: 1, maximum: PG_INT_MAX, default: 30, errorMessage: 'must be an integer of at least 1' }),
+  refreshTokenDays: Type.Integer({ minimum: 1, maximum: PG_INT_MAX, default: 14, errorMessage: 'must be an integer of at least 1' })
 })
+
+/** The fewest bytes `secret` may have: a bound TypeBox's minLength, which counts characters, cannot state. */
+export { MIN_SECRET_BYTES }
 
 export type AuthOptions = Partial<Static<typeof AuthOptionsSchema>>
 

@@ -12,23 +12,32 @@ const ENCODED = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 // its caches, and a queue of logins must not fill libuv's pool, which file and DNS work share.
 const inSlot = createGate(availableParallelism())
 
+/** Where a hash or verify waits: within `queue`'s bound and the requester's `share` of it; dropped if `signal` aborts first. */
+export interface HashOptions {
+  queue?: QueueBound
+  share?: Share
+  signal?: AbortSignal
+}
+
 /**
- * Hashes `password`; with a bound, refused at once when that many hashes wait already, or when its
+ * Hashes `password`; with a queue, refused at once when that many hashes wait already, or when its
  * requester holds its `share` of them. With a signal, dropped from the queue if it aborts first (its client has gone).
  */
-export const hashPassword = (password: string, bound?: QueueBound, signal?: AbortSignal, share?: Share) =>
-  inSlot(() => hash(password, PARAMS), bound, signal, share)
+export const hashPassword = (password: string, { queue, signal, share }: HashOptions = {}) =>
+  inSlot(() => hash(password, PARAMS), queue, signal, share)
 
 /** A place in the hash queue for a verify to come, taken before work that must not be undone (counting a login attempt). */
-export const reserveVerify = (bound?: QueueBound, share?: Share): Reservation => inSlot.reserve(bound, share)
+export const reserveVerify = ({ queue, share }: Omit<HashOptions, 'signal'> = {}): Reservation => inSlot.reserve(queue, share)
 
 /**
  * False for a wrong password and for a hash that cannot be read: never throws on bad input. With a
- * bound it may be refused when the queue is full; with a reservation it runs in that place.
+ * queue it may be refused when the queue is full; with a reservation it runs in that place.
  */
-export async function verifyPassword (hashed: string, password: string, place?: QueueBound | Reservation, signal?: AbortSignal): Promise<boolean> {
+export async function verifyPassword (
+  hashed: string, password: string, { queue, reservation, signal }: Omit<HashOptions, 'share'> & { reservation?: Reservation } = {}
+): Promise<boolean> {
   const check = () => verify(hashed, password).catch(() => false)
-  return place !== undefined && 'run' in place ? place.run(check, signal) : inSlot(check, place, signal)
+  return reservation ? reservation.run(check, signal) : inSlot(check, queue, signal)
 }
 
 /**

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import createError from '@fastify/error'
 import { createSigner, createVerifier } from 'fast-jwt'
+import { systemClock, type Clock } from '../../db/clock.js'
 import { PG_INT_MAX } from '../../schemas/common.js'
+import { TokenError } from './errors.js'
 import type { SigningKeys } from './keys.js'
 
 export type TokenType = 'access' | 'refresh'
@@ -38,8 +39,6 @@ export interface IssuedPair {
   refresh: { jti: string, expires_at: Date }
 }
 
-export const TokenError = createError('AUTH_TOKEN_INVALID', '%s')
-
 const SUB = /^[1-9]\d{0,9}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -55,6 +54,8 @@ export interface TokenSettings {
   refreshSeconds: number
   issuer?: string
   audience?: string
+  /** The time tokens are issued at and judged by. */
+  clock?: Clock
 }
 
 /** Tokens each asymmetric verifier remembers as verified, each until it expires (or ten minutes). */
@@ -76,12 +77,27 @@ function headerOf (token: string): { alg?: unknown, kid?: unknown } {
   }
 }
 
-export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds, issuer, audience }: TokenSettings) {
+/** The token's claims, read without trusting them: only once its signature has been verified. */
+function payloadOf (token: string): { exp?: unknown } {
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as unknown
+    return typeof payload === 'object' && payload !== null ? payload : {}
+  } catch {
+    return {}
+  }
+}
+
+/** Seconds since the epoch on `clock`, as `iat` and `exp` count them. */
+const secondsOf = (clock: Clock) => Math.floor(clock().getTime() / 1000)
+
+export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds, issuer, audience, clock = systemClock }: TokenSettings) {
   const claimed = { ...(issuer ? { iss: issuer } : {}), ...(audience ? { aud: audience } : {}) }
   const signer = createSigner({ key: keys.signing, algorithm: keys.algorithm, ...(keys.kid ? { kid: keys.kid } : {}), ...claimed })
   // Pinning the algorithm refuses `alg: none` and any key-confusion trick; iss and aud, when set, must be there.
+  // Expiry is checked on the clock below: fast-jwt's own check would read the system's.
   const checks = {
     algorithms: [keys.algorithm],
+    ignoreExpiration: true,
     ...(issuer ? { allowedIss: issuer } : {}),
     ...(audience ? { allowedAud: audience } : {}),
     requiredClaims: Object.keys(claimed)
@@ -113,15 +129,25 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     if (alg !== keys.algorithm) throw new TokenError(`the token is not signed with ${keys.algorithm}`)
     const verify = verifiers.get(keys.algorithm === 'HS256' ? undefined : kid as string)
     if (verify === undefined) throw new TokenError('the token is signed with a key this server does not know')
+    let claims: TokenClaims
     try {
-      return verify(token) as TokenClaims
+      claims = verify(token) as TokenClaims
     } catch (err) {
-      throw new TokenError(VERIFY_ERRORS[(err as { code?: string }).code ?? ''] ?? 'the token is malformed or its signature is invalid')
+      const code = (err as { code?: string }).code ?? ''
+      // As fast-jwt orders its checks, an expired token is told so before a wrong issuer or audience.
+      if (code === 'FAST_JWT_INVALID_CLAIM_VALUE' && expired(payloadOf(token))) throw new TokenError(VERIFY_ERRORS.FAST_JWT_EXPIRED!)
+      throw new TokenError(VERIFY_ERRORS[code] ?? 'the token is malformed or its signature is invalid')
     }
+    if ('exp' in claims && typeof claims.exp !== 'number') throw new TokenError('the token is malformed or its signature is invalid')
+    if (expired(claims)) throw new TokenError(VERIFY_ERRORS.FAST_JWT_EXPIRED!)
+    return claims
   }
 
+  /** Past its `exp` on the clock, as fast-jwt judges it: expired once the clock is beyond that second. */
+  const expired = (claims: { exp?: unknown }) => typeof claims.exp === 'number' && clock().getTime() > claims.exp * 1000
+
   const nextRefresh = (): IssuedPair['refresh'] =>
-    ({ jti: randomUUID(), expires_at: new Date((Math.floor(Date.now() / 1000) + refreshSeconds) * 1000) })
+    ({ jti: randomUUID(), expires_at: new Date((secondsOf(clock) + refreshSeconds) * 1000) })
 
   return {
     nextRefresh,
@@ -130,7 +156,7 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     jwks: keys.algorithm === 'HS256' ? null : { keys: [...keys.verifying.values()].map((key) => key.jwk) },
 
     issuePair (subject: TokenSubject, refresh = nextRefresh()): IssuedPair {
-      const now = Math.floor(Date.now() / 1000)
+      const now = secondsOf(clock)
       return {
         access_token: sign(subject, 'access', now, now + accessSeconds),
         refresh_token: sign(subject, 'refresh', now, refresh.expires_at.getTime() / 1000, refresh.jti),

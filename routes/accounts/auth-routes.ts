@@ -1,16 +1,24 @@
+import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Refusal } from '../../db/sessions.js'
 import { scopeList } from '../../db/users.js'
-import { inactiveUser } from '../../plugins/auth/errors.js'
+import { TokenError, inactiveUser } from '../../plugins/auth/errors.js'
 import { hashPassword, needsRehash } from '../../plugins/auth/passwords.js'
-import { TokenError, subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
+import { subjectId, type IssuedPair, type TokenClaims } from '../../plugins/auth/tokens.js'
 import type { App } from '../../http/types.js'
-import type { TokenRequest } from '../../schemas/token.js'
+import { ref } from '../../schemas/common.js'
+import { problemResponses, type ProblemExample } from '../../schemas/error.js'
+import { IdempotentCreate } from '../../schemas/idempotency.js'
+import {
+  RefreshRequestSchema, RefreshScopeRequestSchema, RevocationRequestSchema, TokenPairSchema, TokenRequestSchema, type TokenRequest
+} from '../../schemas/token.js'
+import { RegisterSchema, UserSchema } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, InvalidCredentials, InvalidRefreshToken, UnverifiedEmail } from './errors.js'
-import { InvalidRequest, UnsupportedGrantType, checkClient, narrowScopes, noStore, oauthErrorHandler, requestedScopes } from './oauth.js'
+import { EmailTaken, InvalidCredentials, InvalidRefreshToken, InvalidRequest, UnsupportedGrantType, UnverifiedEmail } from './errors.js'
+import { checkClient, narrowScopes, noStore, oauthErrorHandler, oauthErrorResponse, requestedScopes } from './oauth.js'
 import { checkPassword, hashShare, untilGone } from './password-check.js'
 import { limit } from '../../http/rate-limits.js'
+import { authTags, emailTakenOrInFlight, passwordChecked, security } from './schemas.js'
 
 const USER_AGENT_MAX = 512
 
@@ -19,8 +27,14 @@ const clientOf = (request: FastifyRequest) => ({ user_agent: request.headers['us
 
 /** Registration, password login, refresh rotation, logout and logout-all. */
 export function authRoutes (app: App, ctx: AccountsContext) {
-  const { users, sessions, schemas, mail } = ctx
+  const { users, sessions, mail } = ctx
   const { windowSeconds, ...limits } = ctx.rateLimits
+  const { limited } = ctx.schemas
+  // Registration hashes a password within its address's share of the hash queue.
+  const registerLimited: ProblemExample[] = limits.register > 0 || ctx.maxHashWaitingPerClient > 0
+    ? [[429, 'RATE_LIMITED', 'Too many requests to /api/v1/auth/register from this address; retry in 42 seconds',
+        'Too many requests from this address (RATE_LIMITED), or too many of its password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds']]
+    : []
 
   /** The refresh token's user id, or 401: bad signature, expired, an access token, a bad subject. */
   function refreshSubject (token: string) {
@@ -58,12 +72,20 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   }
 
   app.post('/auth/register', {
-    schema: schemas.register,
+    schema: {
+      operationId: 'register',
+      summary: 'Create an account',
+      tags: authTags,
+      description: 'The new account is unverified; a link to verify its email is mailed to it.',
+      body: RegisterSchema(ctx.passwordMinLength),
+      headers: IdempotentCreate.headers,
+      response: { 201: ref(UserSchema), ...problemResponses(emailTakenOrInFlight, 422, ...registerLimited) }
+    },
     config: limit(limits.register, windowSeconds),
     ...ctx.idempotent
   }, async function register (request, reply) {
     const { email, password } = request.body
-    const hashed = await untilGone(ctx, request, (signal) => hashPassword(password, ctx.passwordQueue, signal, hashShare(ctx, request)))
+    const hashed = await untilGone(ctx, request, (signal) => hashPassword(password, { queue: ctx.passwordQueue, signal, share: hashShare(ctx, request) }))
     const user = await users.create({ email, hashed_password: hashed })
     if (!user) throw new EmailTaken(email.toLowerCase())
     await mail.verify(request, user)
@@ -143,7 +165,24 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   }
 
   app.post('/auth/login', {
-    schema: schemas.token,
+    schema: {
+      operationId: 'login',
+      summary: 'The OAuth 2.0 token endpoint: log in with the password grant, or refresh',
+      description: 'RFC 6749: `grant_type=password` (the default; `username` is the email) or `grant_type=refresh_token`, ' +
+        'as a form or JSON. `scope` narrows the token to some of the account\'s scopes. Errors are RFC 6749 section 5.2 errors, ' +
+        'which are problem documents too; 429 and 503 are problem documents.',
+      tags: authTags,
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: TokenRequestSchema,
+      response: {
+        200: ref(TokenPairSchema),
+        400: oauthErrorResponse('invalid_request, invalid_grant (wrong credentials, an inactive account, a bad or spent refresh token), ' +
+          'unsupported_grant_type or invalid_scope', ['invalid_grant', 'AUTH_INVALID_CREDENTIALS', 'Incorrect email or password']),
+        401: oauthErrorResponse('invalid_client: the HTTP Basic credentials do not decode',
+          ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
+        ...problemResponses(passwordChecked, 503)
+      }
+    },
     config: limit(limits.token, windowSeconds),
     errorHandler: oauthErrorHandler
   }, async function token (request, reply) {
@@ -157,14 +196,40 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/refresh', {
-    schema: schemas.refresh,
+    schema: {
+      operationId: 'refresh',
+      summary: 'Exchange a refresh token for a new pair (the presented token is revoked)',
+      description: '`scope` narrows the new pair, as the token endpoint\'s refresh grant does; each must be in the login\'s narrowing and granted to the account.',
+      tags: authTags,
+      body: RefreshScopeRequestSchema,
+      response: {
+        200: ref(TokenPairSchema),
+        ...problemResponses([400, 'AUTH_INVALID_SCOPE', 'scope not granted: admin',
+          'A scope the account lacks, or wider than the login\'s (AUTH_INVALID_SCOPE), the token left unspent; or the body does not parse'],
+        401, 403, 422, ...limited('refresh', 'refresh'))
+      }
+    },
     config: limit(limits.refresh, windowSeconds)
   }, async function refresh (request, reply) {
     return sendPair(reply, await rotate(request, request.body.refresh_token, request.body.scope))
   })
 
   app.post('/auth/revoke', {
-    schema: schemas.revoke,
+    schema: {
+      operationId: 'revoke',
+      summary: 'Revoke a token (RFC 7009): always 200, whatever the token',
+      description: 'A refresh or access token of this server ends its session: its refresh token and its access tokens stop working.',
+      tags: authTags,
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: RevocationRequestSchema,
+      response: {
+        200: Type.Null({ description: 'Revoked, or nothing to revoke' }),
+        400: oauthErrorResponse('invalid_request: no token', ['invalid_request', 'AUTH_INVALID_REQUEST', 'token is required']),
+        401: oauthErrorResponse('invalid_client: the HTTP Basic credentials do not decode',
+          ['invalid_client', 'AUTH_INVALID_CLIENT', 'Client authentication failed: the Basic credentials are not base64 of client_id:client_secret']),
+        ...problemResponses(...limited('revoke', 'revoke'), 503)
+      }
+    },
     config: limit(limits.revoke, windowSeconds),
     errorHandler: oauthErrorHandler
   }, async function revoke (request, reply) {
@@ -183,7 +248,13 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   })
 
   app.post('/auth/logout', {
-    schema: schemas.logout,
+    schema: {
+      operationId: 'logout',
+      summary: 'End the session of this refresh token',
+      tags: authTags,
+      body: RefreshRequestSchema,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 422, ...limited('revoke', 'logout')) }
+    },
     config: limit(limits.revoke, windowSeconds)
   }, async function logout (request, reply) {
     const { claims, userId } = refreshSubject(request.body.refresh_token)
@@ -194,7 +265,13 @@ export function authRoutes (app: App, ctx: AccountsContext) {
 
   app.post('/auth/logout-all', {
     onRequest: app.plinthGuards.authenticate,
-    schema: schemas.logoutAll
+    schema: {
+      operationId: 'logoutAll',
+      summary: 'End every session of the current user, this one included',
+      tags: authTags,
+      security,
+      response: { 204: Type.Null({ description: 'Ended' }), ...problemResponses(401, 403) }
+    }
   }, async function logoutAll (request, reply) {
     await sessions.revokeAll(request.account.id)
     return reply.code(204).send(null)

@@ -30,7 +30,6 @@ export interface AccountsContext {
   idempotent: ReturnType<typeof idempotentCreates>
   /** Counts an event on the app's metrics, if it has them. */
   count: PlinthMetrics['count']
-  now: () => Date
   /** overloadPlugin's bound on the password-hash queue, if it is registered with one. */
   passwordQueue?: QueueBound
 }

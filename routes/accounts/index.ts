@@ -41,9 +41,10 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
   const options = resolveAccountsOptions(opts)
   const { db } = app.plinthDb
   const count = eventCounter(app)
-  const sessions = createSessionRepository(db, { ...options, onEnded: (n) => count('session_ended', n), onReuse: () => count('refresh_reuse') })
-  const tokens = createAccountTokenRepository(db, sessions)
-  const counter = createRateCounter(db)
+  const clock = opts.now ?? app.plinthClock
+  const sessions = createSessionRepository(db, { ...options, clock, onEnded: (n) => count('session_ended', n), onReuse: () => count('refresh_reuse') })
+  const tokens = createAccountTokenRepository(db, sessions, { clock })
+  const counter = createRateCounter(db, { clock })
   const { mailsPerEmail, mailWindowSeconds } = options.rateLimits
   const mailer = createMailer({ ...options.mail, sendMail: options.sendMail, onDelivered: (sent) => count(sent ? 'mail_sent' : 'mail_failed') })
   if (!options.sendMail) app.log.warn(NO_MAIL_WARNING)
@@ -52,9 +53,9 @@ const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) =
     users: createUserRepository(db),
     sessions,
     tokens,
-    mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl }),
+    mail: accountMail({ tokens, counter, mailer, mailsPerEmail, mailWindowSeconds, ...options, appUrl: options.mail.appUrl, clock }),
     schemas: accountsSchemas(options),
-    idempotent: idempotentCreates(db, options.idempotencyTtlHours),
+    idempotent: idempotentCreates(db, options.idempotencyTtlHours, clock),
     count,
     passwordQueue: app.hasDecorator('plinthOverload') ? app.plinthOverload.passwordQueue : undefined
   }

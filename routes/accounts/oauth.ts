@@ -1,12 +1,10 @@
-import createError from '@fastify/error'
+import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { ProblemError } from '../../http/problem-error.js'
 import { problem, problemErrorHandler } from '../../http/problems.js'
-import type { OAuthError, OAuthErrorCode } from '../../schemas/token.js'
-
-export const InvalidRequest = createError('AUTH_INVALID_REQUEST', '%s', 400)
-export const InvalidClient = createError('AUTH_INVALID_CLIENT', 'Client authentication failed: %s', 401)
-export const UnsupportedGrantType = createError('AUTH_UNSUPPORTED_GRANT_TYPE', 'grant_type %s is not supported: use password or refresh_token', 400)
-export const InvalidScope = createError('AUTH_INVALID_SCOPE', '%s', 400)
+import { ref } from '../../schemas/common.js'
+import { OAuthErrorSchema, type OAuthError, type OAuthErrorCode } from '../../schemas/token.js'
+import { InvalidClient, InvalidRequest, InvalidScope } from './errors.js'
 
 /** The RFC 6749 error of each refusal the token endpoint makes; anything else keeps its problem document (429, 503, 500). */
 const OAUTH_CODES: Record<string, OAuthErrorCode> = {
@@ -36,8 +34,22 @@ export function noStore (reply: FastifyReply) {
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
 }
 
+/** A token endpoint error response as oauthErrorHandler sends it: application/json, RFC 6749's members and the problem's. */
+export function oauthErrorResponse (description: string, [error, code, detail]: [string, string, string]) {
+  const status = error === 'invalid_client' ? 401 : 400
+  return {
+    description,
+    content: {
+      'application/json': {
+        schema: ref(OAuthErrorSchema),
+        example: { error, error_description: detail, type: 'about:blank', title: STATUS_CODES[status], status, detail, code }
+      }
+    }
+  }
+}
+
 /** RFC 6749 section 5.2 errors, which are problem documents too; 401 only for client authentication, with a Basic challenge. */
-export function oauthErrorHandler (error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply) {
+export function oauthErrorHandler (error: ProblemError, request: FastifyRequest, reply: FastifyReply) {
   noStore(reply)
   const oauth = error.validation ? 'invalid_request' : OAUTH_CODES[error.code]
   if (oauth === undefined) return problemErrorHandler(error, request, reply)
@@ -46,7 +58,8 @@ export function oauthErrorHandler (error: FastifyError & { headers?: Record<stri
   const code = error.validation
     ? 'AUTH_INVALID_REQUEST'
     : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'UNSUPPORTED_MEDIA_TYPE' : error.code.startsWith('FST_') ? 'MALFORMED_BODY' : error.code
-  if (status === 401) reply.header('www-authenticate', 'Basic realm="plinth", charset="UTF-8"')
+  // The error's headers explain its own status: those of a 401 answered as invalid_grant (a Bearer challenge) are not sent.
+  if (error.headers && error.statusCode === status) reply.headers(error.headers)
   const body: OAuthError = { error: oauth, error_description: detail, ...problem(status, code, detail) }
   return reply.code(status).type('application/json; charset=utf-8').send(body)
 }

@@ -52,12 +52,12 @@ export interface PasswordCheck {
 export async function checkPassword (ctx: AccountsContext, request: FastifyRequest, email: string, password: string, account?: UserRow): Promise<PasswordCheck> {
   const counted = ctx.loginMaxFailures > 0 ? { email, address: clientAddress(request) } : undefined
   // The verify's place is taken before the attempt is counted: a counted attempt is never shed for a full queue.
-  const slot = reserveVerify(ctx.passwordQueue, hashShare(ctx, request, email))
+  const slot = reserveVerify({ queue: ctx.passwordQueue, share: hashShare(ctx, request, email) })
   return await untilGone(ctx, request, async (signal) => {
     const attempt = counted ? await ctx.sessions.beginLogin(counted.email, counted.address) : undefined
     if (attempt && attempt.count > ctx.loginMaxFailures) throw tooManyFailures(attempt.retryAfter)
     const user = account ?? (attempt ? attempt.user : await ctx.users.findByEmail(email))
-    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), password, slot, signal)
+    const valid = await verifyPassword(user?.hashed_password ?? await dummyHash(), password, { reservation: slot, signal })
     return { user, valid, counted }
   }).finally(slot.cancel)
 }

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createItemRepository } from '../../db/items.js'
-import { refusal, rowEtags } from '../../http/conditional.js'
+import { conditionalWrite, rowEtags } from '../../http/conditional.js'
+import { sendCreated } from '../../http/created.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { trailingSlashAliases } from '../../http/trailing-slash.js'
-import { idempotentCreates, locationOf } from '../../http/idempotency.js'
+import { idempotentCreates } from '../../http/idempotency.js'
 import { problemErrorHandler } from '../../http/problems.js'
 import { jsonBodiesOnly, validatorCompiler } from '../../http/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -24,8 +24,10 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
   const itemEtags = etags ? rowEtags(app, 'items') : undefined
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards, etags)
   // Without ETags, If-Match is not read: every write is unconditional.
-  const versionsOf = (request: FastifyRequest, id: number) => itemEtags?.expectedVersions(request, requireIfMatch, id, `item ${id}`)
-  const idempotent = idempotentCreates(app.plinthDb.db, idempotencyTtlHours)
+  const conditions = (id: number) => ({
+    etags: itemEtags, requireIfMatch, id, what: `item ${id}`, exists: () => items.get(id), missing: () => new ItemNotFound(id)
+  })
+  const idempotent = idempotentCreates(app.plinthDb.db, idempotencyTtlHours, app.plinthClock)
 
   app.setValidatorCompiler(validatorCompiler)
   // On its own in a host app, the catalog still answers errors as problem documents.
@@ -56,8 +58,7 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
 
   app.post('/items', { schema: schemas.createItem, onRequest: guards.write, ...idempotent }, async function createItem (request, reply) {
     const item = await items.create(request.body)
-    reply.code(201).header('location', locationOf(request, item.id))
-    return (itemEtags ? reply.header('etag', itemEtags.of(item)) : reply).send(item)
+    return sendCreated(reply, request, item, { etag: itemEtags?.of(item), body: item })
   })
 
   app.patch('/items/:item_id', {
@@ -67,17 +68,14 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     preValidation: async function emptyPatch (request) { request.body ??= {} }
   }, async function updateItem (request, reply) {
     const id = request.params.item_id
-    const versions = versionsOf(request, id)
-    const item = await items.update(id, request.body, undefined, versions)
-    if (!item) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
+    const item = await conditionalWrite(request, { ...conditions(id), write: (ifVersions) => items.update(id, request.body, { ifVersions }) })
     if (itemEtags) reply.header('etag', itemEtags.of(item))
     return item
   })
 
   app.delete('/items/:item_id', { schema: schemas.deleteItem, onRequest: guards.write }, async function deleteItem (request, reply) {
     const id = request.params.item_id
-    const versions = versionsOf(request, id)
-    if (!await items.delete(id, undefined, versions)) throw await refusal(versions, () => items.get(id), new ItemNotFound(id), `item ${id}`)
+    await conditionalWrite(request, { ...conditions(id), write: (ifVersions) => items.delete(id, { ifVersions }) })
     return reply.code(204).send(null)
   })
 }

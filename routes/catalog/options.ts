@@ -6,7 +6,7 @@ import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } fr
 import { InvalidCatalogOptions } from './errors.js'
 
 export const CatalogOptionsSchema = Type.Object({
-  ...PageLimitOptions(100),
+  ...PageLimitOptions(100, 20),
   ...ConditionalOptions,
   /** ETags and conditional requests; false for a host that keeps transaction ids (an ETag is one) to itself. */
   etags: Type.Boolean({ default: true, errorMessage: 'must be a boolean' }),
@@ -23,7 +23,7 @@ export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
 
 export function resolveCatalogOptions (opts: CatalogOptions = {}) {
   const options = readOptions(CatalogOptionsSchema, opts, InvalidCatalogOptions)
-  const limits = pageLimits(options, 20, InvalidCatalogOptions)
+  const limits = pageLimits(options, CatalogOptionsSchema.properties.defaultLimit.fallback, InvalidCatalogOptions)
   if (options.requireIfMatch && !options.etags) throw new InvalidCatalogOptions('requireIfMatch needs etags: without an ETag no client can send If-Match')
   return { ...limits, requireIfMatch: options.requireIfMatch, etags: options.etags, idempotencyTtlHours: options.idempotencyTtlHours, guards: readGuards(opts, InvalidCatalogOptions) }
 }

@@ -8,9 +8,10 @@ import { pageQuery } from '../../schemas/page.js'
 import {
   ITEM_NAME_MAX, ItemCreateSchema, ItemIdParams, ItemPageSchema, ItemSchema, ItemUpdateSchema
 } from '../../schemas/item.js'
+import { ItemNotFound } from './errors.js'
 
 const tags = ['items']
-const missing: ProblemExample = [404, 'CATALOG_ITEM_NOT_FOUND', 'item 7 not found']
+const missing: ProblemExample = ItemNotFound.example(7)
 
 /** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
 function listQuery (defaultLimit: number, maxLimit: number) {

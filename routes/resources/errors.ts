@@ -1,11 +1,19 @@
-import createError from '@fastify/error'
+import { defineProblems } from '../../http/problem-error.js'
 import { inputError } from '../../http/problems.js'
 
-/** `records 7 not found`: the detail names the resource and the id. */
-export const RecordNotFound = createError('RESOURCE_NOT_FOUND', '%s %s not found', 404)
+/** Every code the resource plugin throws; a field's and a table's codes are declared below it, in schemas/ and db/. */
+export const resourceProblems = defineProblems({
+  // `records 7 not found`: the detail names the resource and the id.
+  RecordNotFound: { status: 404, code: 'RESOURCE_NOT_FOUND', message: '%s %s not found' },
+  InvalidResourceOptions: { code: 'RESOURCE_INVALID_OPTIONS', message: 'resource plugin: %s' },
+  // Answered as VALIDATION_FAILED, like a schema's failure, with errors[] naming the part.
+  InvalidInput: { status: 422, code: 'RESOURCE_INVALID_INPUT', message: '/%s%s %s' },
+  ResourceNotRegistered: {
+    code: 'RESOURCE_NOT_REGISTERED',
+    message: 'no resource "%s" is registered on this app: register resourcePlugin with { name: \'%s\' }, awaited, before asking for its table'
+  }
+})
 
-export const InvalidResourceOptions = createError('RESOURCE_INVALID_OPTIONS', 'resource plugin: %s')
+export const { RecordNotFound, InvalidResourceOptions, ResourceNotRegistered } = resourceProblems
 
-export const invalidInput = inputError('RESOURCE_INVALID_INPUT')
-
-export const ResourceNotRegistered = createError('RESOURCE_NOT_REGISTERED', 'no resource "%s" is registered on this app: register resourcePlugin with { name: \'%s\' }, awaited, before asking for its table')
+export const invalidInput = inputError(resourceProblems.InvalidInput)

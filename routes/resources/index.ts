@@ -3,8 +3,7 @@ import type { Static, TObject } from '@sinclair/typebox'
 import type { PgColumn, PgTableWithColumns } from 'drizzle-orm/pg-core'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { fieldTable } from '../../db/field-table.js'
-import { resourceTable as recordsTable } from '../../db/schema.js'
+import { buildResourceTable } from '../../db/resource-table.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { problemErrorHandler } from '../../http/problems.js'
 import { trailingSlashAliases } from '../../http/trailing-slash.js'
@@ -12,8 +11,8 @@ import { jsonBodiesOnly, validatorCompiler } from '../../http/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ResourceNotRegistered } from './errors.js'
-import { recordRoutes } from './records.js'
-import { rowRoutes } from './rows.js'
+import { presetOf } from './presets.js'
+import { resourceRoutes } from './routes.js'
 import { resolveResourceOptions, type ResolvedResourceOptions, type ResourceOptions } from './options.js'
 
 /** A resource's Drizzle table: its columns by name, the server's (`id`, `created_at`, ...) and one per field. */
@@ -32,9 +31,11 @@ declare module 'fastify' {
   }
 }
 
-/** The table a resource's routes read and write: of its fields, or of records. */
-const tableOf = ({ table, fields, owner }: ResolvedResourceOptions) =>
-  (fields ? fieldTable(table, fields, { owner }) : recordsTable(table)) as unknown as ResourceTable
+/** The table a resource's routes read and write. */
+function tableOf ({ table, owner, ...opts }: ResolvedResourceOptions): ResourceTable {
+  const { fields, preset } = presetOf(opts.fields)
+  return buildResourceTable(table, fields, { owner, timestamps: preset.timestamps }) as unknown as ResourceTable
+}
 
 /**
  * The Drizzle table of the resource `name` registered on `app`, for host code that queries its
@@ -56,10 +57,10 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
   documentRoutes(app)
   trailingSlashAliases(app)
-  await (opts.fields ? rowRoutes : recordRoutes)(app, opts)
+  await resourceRoutes(app, opts)
 }
 
-/** Profile C, once per resource after the db plugin: `{ prefix: '/api/v1', name: 'notes' }` serves `/api/v1/notes` as `plinth-resource:notes`. */
+/** A resource, registered once per resource after the db plugin: `{ prefix: '/api/v1', name: 'notes' }` serves `/api/v1/notes` as `plinth-resource:notes`. */
 const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, opts) => {
   const options = resolveResourceOptions(opts)
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.

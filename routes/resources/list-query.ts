@@ -1,8 +1,102 @@
+import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
-import { OPERATORS, type Filter, type FilterOp, type SortKey } from '../../db/field-lists.js'
-import { LIST_PARAMETERS } from '../../schemas/fields.js'
+import { OPERATORS, sortable, type Filter, type FilterOp, type SortKey } from '../../db/resource-lists.js'
+import { PG_INT_MAX, PG_INT_MIN, TEXT_PATTERN } from '../../schemas/common.js'
+import { LIST_PARAMETERS, type Field, type FieldKind } from '../../schemas/fields.js'
+import { pageQuery } from '../../schemas/page.js'
 import { invalidInput } from './errors.js'
-import { filterParameter, sortable, type Column } from './row-schemas.js'
+import type { ResourcePreset } from './presets.js'
+
+/** A column a list can filter and sort on: a field, or one of the server's own columns. */
+export interface Column {
+  name: string
+  kind: FieldKind
+}
+
+export const serverColumns = ({ owner, timestamps }: { owner: boolean, timestamps: boolean }): Column[] => [
+  { name: 'id', kind: 'integer' },
+  ...(timestamps ? [{ name: 'created_at', kind: 'timestamp' as const }, { name: 'updated_at', kind: 'timestamp' as const }] : []),
+  ...(owner ? [{ name: 'owner_id', kind: 'integer' as const }] : [])
+]
+
+interface PageLimits { defaultLimit: number, maxLimit: number }
+
+/** The query parameter of a filter: `price` for equality, `price[gte]` for the others. */
+export const filterParameter = (column: string, op: FilterOp) => op === 'eq' ? column : `${column}[${op}]`
+
+/** One value of a filter: the field's type without its bounds, so `price[lt]=1000` is fine even if price is at most 500. */
+function filterValue (kind: FieldKind, field?: Field): TSchema {
+  switch (kind) {
+    case 'integer': return Type.Integer({ minimum: PG_INT_MIN, maximum: PG_INT_MAX })
+    case 'number': return Type.Number()
+    case 'boolean': return Type.Boolean()
+    case 'date': return Type.String({ format: 'date' })
+    case 'timestamp': return Type.String({ format: 'date-time' })
+    default: return field?.enum ? Type.Unsafe({ type: 'string', enum: field.enum }) : Type.String({ pattern: TEXT_PATTERN })
+  }
+}
+
+const OP_WORDS: Record<FilterOp, string> = {
+  eq: 'equal to',
+  ne: 'not equal to (rows without a value included)',
+  lt: 'less than',
+  lte: 'at most',
+  gt: 'greater than',
+  gte: 'at least',
+  in: 'one of these comma-separated values',
+  contains: 'containing this text, case-insensitive',
+  is: '`null` or `not_null`'
+}
+
+function filterSchema (column: Column, op: FilterOp, field?: Field): TSchema {
+  const description = `Only rows whose ${column.name} is ${OP_WORDS[op]}`
+  if (op === 'is') return Type.Unsafe({ type: 'string', enum: ['null', 'not_null'], description: `Only rows whose ${column.name} is null or not` })
+  if (op === 'in') return Type.Array(filterValue(column.kind, field), { minItems: 1, description })
+  if (op === 'contains' && column.kind === 'text[]') return Type.String({ pattern: TEXT_PATTERN, description: `Only rows whose ${column.name} has this element` })
+  if (op === 'contains') return Type.String({ pattern: TEXT_PATTERN, description })
+  return Type.Unsafe({ ...filterValue(column.kind, field), description })
+}
+
+/** The filtered list's query: paging, sort, cursor, count, and a parameter for each filter each column supports. */
+function filteredQuery ({ defaultLimit, maxLimit }: PageLimits, columns: Column[], fields: Field[]) {
+  const sorts = columns.filter((column) => sortable(column.kind)).map((column) => column.name)
+  const filters: Record<string, TSchema> = {}
+  for (const column of columns) {
+    const field = fields.find((candidate) => candidate.name === column.name)
+    for (const op of OPERATORS[column.kind]) filters[filterParameter(column.name, op)] = Type.Optional(filterSchema(column, op, field))
+  }
+  return Type.Object({
+    ...pageQuery({ defaultLimit, maxLimit, offset: 'Rows to skip, in sort order' }),
+    sort: Type.Optional(Type.String({
+      description: `Comma-separated fields, each ascending or with a leading - descending, e.g. -${sorts.at(-1) ?? 'id'},id; ` +
+        `ties end in id. Sortable: ${sorts.join(', ')}`
+    })),
+    cursor: Type.Optional(Type.String({ description: 'The position after the last row of a page, from its Link: rel="next" header' })),
+    count: Type.Optional(Type.Unsafe<'exact'>({ type: 'string', enum: ['exact'], description: 'exact: the number of matching rows in X-Total-Count' })),
+    ...filters
+  }, { additionalProperties: false })
+}
+
+const plural = (noun: string) => `${noun[0]!.toUpperCase()}${noun.slice(1)}s`
+
+/** The list route's summary, description and query, by the preset's list shape. */
+export function listOperation (name: string, preset: ResourcePreset, limits: PageLimits, columns: Column[], fields: Field[]) {
+  const { defaultLimit, maxLimit } = limits
+  if (preset.list === 'pages') {
+    return {
+      summary: `List ${name} by id: ${defaultLimit} per page unless limit says otherwise, at most ${maxLimit}`,
+      description: `A bare JSON array. When more ${preset.noun}s follow, a \`Link: <...>; rel="next"\` header points at the next page.`,
+      querystring: Type.Object(pageQuery({ defaultLimit, maxLimit, offset: `${plural(preset.noun)} to skip, by id order` }), { additionalProperties: false })
+    }
+  }
+  return {
+    summary: `List ${name}, filtered and sorted`,
+    description: 'A bare JSON array. Filters: `?field=value`, or `?field[op]=value` with op one of ' +
+      'ne, lt, lte, gt, gte, in, contains, is, as each field allows. A `Link: <...>; rel="next"` header points at the next page ' +
+      'while rows remain; `count=exact` adds the number of matching rows in `X-Total-Count`.',
+    querystring: filteredQuery(limits, columns, fields)
+  }
+}
 
 const PARAMETER = /^([a-z][a-z0-9_]*)(?:\[([a-z_]+)\])?$/
 
@@ -58,8 +152,8 @@ export function sortOf (text: string | undefined, columns: Column[]): SortKey[] 
     const descending = part.startsWith('-')
     const name = descending ? part.slice(1) : part
     const column = columns.find((candidate) => candidate.name === name)
-    if (column === undefined || !sortable(column)) {
-      const names = columns.filter(sortable).map((each) => each.name).join(', ')
+    if (column === undefined || !sortable(column.kind)) {
+      const names = columns.filter((each) => sortable(each.kind)).map((each) => each.name).join(', ')
       throw invalidInput('querystring', '/sort', `cannot sort by "${name}": sortable fields are ${names}`)
     }
     return { column: name, descending }

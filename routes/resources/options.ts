@@ -5,6 +5,7 @@ import { ConditionalOptions } from '../../http/conditional.js'
 import { IdempotencyOptions } from '../../http/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../http/options.js'
 import { validatorCompiler } from '../../http/validation.js'
+import { IDENTIFIER_PATTERN } from '../../schemas/common.js'
 import { bodyFieldSchema, readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
 import { FORMAT_MESSAGES } from '../../schemas/storable.js'
 import { InvalidResourceOptions } from './errors.js'
@@ -12,10 +13,10 @@ import { InvalidResourceOptions } from './errors.js'
 export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete'] as const
 export type RouteName = typeof ROUTE_NAMES[number]
 
-export const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
+export const IDENTIFIER = new RegExp(IDENTIFIER_PATTERN)
 
 const Identifier = Type.String({
-  pattern: IDENTIFIER.source,
+  pattern: IDENTIFIER_PATTERN,
   errorMessage: 'must be a lower-case identifier: a letter, then letters, digits or _, at most 63 characters'
 })
 const Switch = Type.Boolean({ errorMessage: 'must be true or false' })
@@ -42,7 +43,7 @@ export const ResourceOptionsSchema = Type.Object({
 
 export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
   name: string
-  /** The fields of a row, as a TypeBox object; without them the resource holds records of `title` and `description`. */
+  /** The fields of a row, as a TypeBox object; without them the resource is the `records` preset: `title` and `description`. */
   fields?: TObject | JsonSchema
   /** An onRequest hook on every route, e.g. `app.authenticate`; given but undefined fails the boot. */
   guard?: Guard
@@ -53,7 +54,7 @@ export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
 export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'guards' | 'routes' | 'fields'>> {
   guards: Guards
   routes: Record<RouteName, boolean>
-  /** Absent for a resource of records. */
+  /** Absent for the `records` preset. */
   fields?: Field[]
 }
 

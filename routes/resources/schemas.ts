@@ -3,57 +3,68 @@ import { ConditionalRead, ConditionalWrite, created, withEtag } from '../../sche
 import { IdempotentCreate } from '../../schemas/idempotency.js'
 import { Id, ref } from '../../schemas/common.js'
 import { ConstraintConflict, guarded, problemResponses, type ProblemExample } from '../../schemas/error.js'
-import { pageQuery } from '../../schemas/page.js'
-import { RecordCreateSchema, RecordUpdateSchema, pascalName, recordSchema } from '../../schemas/record.js'
+import { createBodySchema, isWriteOnly, pascalName, patchBodySchema, type Field } from '../../schemas/fields.js'
+import { listOperation, serverColumns } from './list-query.js'
 import type { ResolvedResourceOptions } from './options.js'
-
-/** The list query: page size limits come from the plugin options, so the OpenAPI shows them. */
-function listQuery (defaultLimit: number, maxLimit: number) {
-  return Type.Object(pageQuery({ defaultLimit, maxLimit, offset: 'Records to skip, by id order' }), { additionalProperties: false })
-}
+import { RecordNotFound } from './errors.js'
+import type { ResourcePreset } from './presets.js'
 
 /** A route of the resource `name`: its operationId (`createNotes`), its tag, and a guard's scheme and statuses. */
-export function resourceOperation (name: string) {
+function resourceOperation (name: string) {
   const stem = pascalName(name)
   return <T extends { response: object }>(verb: string, summary: string, schema: T, guard: unknown) =>
     guarded({ operationId: `${verb}${stem}`, summary, tags: [name], ...schema }, guard)
 }
 
-export function resourceSchemas ({ name, defaultLimit, maxLimit, guards }: ResolvedResourceOptions) {
+/** The route schemas of a resource, derived from its fields and its preset. */
+export function resourceSchemas (opts: ResolvedResourceOptions, fields: Field[], preset: ResourcePreset) {
+  const { name, owner, guards } = opts
+  const { noun } = preset
   const operation = resourceOperation(name)
-  const record = recordSchema(name)
+  const row = preset.rowSchema(name, fields, owner)
+  // A writeOnly field neither filters nor sorts: either would tell its value, a guess at a time.
+  const columns = [...serverColumns({ owner, timestamps: preset.timestamps }), ...fields.filter((field) => !isWriteOnly(field))]
   const param = `${name}_id`
-  const params = Type.Object({ [param]: Id({ description: `The id of a record of ${name}` }) }) as TObject<Record<string, TInteger>>
-  const deleted = Type.Null({ description: 'Deleted' })
-  const missing: ProblemExample = [404, 'RESOURCE_NOT_FOUND', `${name} 7 not found`]
+  const params = Type.Object({ [param]: Id({ description: `The id of a ${noun} of ${name}` }) }) as TObject<Record<string, TInteger>>
+  const body = createBodySchema(name, fields, preset.bodyTitles?.create)
+  const change = patchBodySchema(name, fields, preset.bodyTitles?.change)
+  // An owner's routes authenticate even without guards.
+  const read = guards.read ?? (owner ? true : undefined)
+  const write = guards.write ?? (owner ? true : undefined)
+  const missing: ProblemExample = RecordNotFound.example(name, 7)
+  const written = () => ({ 200: withEtag(ref(row)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) })
+  const { summary, ...list } = listOperation(name, preset, opts, columns, fields)
   return {
-    record,
+    row,
     param,
-    list: operation('list', `List ${name} by id: ${defaultLimit} per page unless limit says otherwise, at most ${maxLimit}`, {
-      description: 'A bare JSON array. When more records follow, a `Link: <...>; rel="next"` header points at the next page.',
-      querystring: listQuery(defaultLimit, maxLimit),
-      response: { 200: Type.Array(ref(record)), ...problemResponses(422, 503) }
-    }, guards.read),
-    create: operation('create', `Create a record in ${name}`, {
-      body: RecordCreateSchema,
+    columns,
+    list: operation('list', summary, { ...list, response: { 200: Type.Array(ref(row)), ...problemResponses(422, 503) } }, read),
+    create: operation('create', `Create a ${noun} ${preset.into} ${name}`, {
+      body,
       headers: IdempotentCreate.headers,
-      response: { 201: created(ref(record)), ...problemResponses(400, IdempotentCreate.inFlight, ConstraintConflict, 422, 503) }
-    }, guards.write),
-    get: operation('get', `Read one record of ${name}`, {
+      response: { 201: created(ref(row)), ...problemResponses(400, IdempotentCreate.inFlight, ConstraintConflict, 422, 503) }
+    }, write),
+    get: operation('get', `Read one ${noun} of ${name}`, {
       params,
       headers: ConditionalRead.headers,
-      response: { 200: withEtag(ref(record)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
-    }, guards.read),
-    update: operation('update', `Change the fields sent, and only those, of one record of ${name}`, {
+      response: { 200: withEtag(ref(row)), ...ConditionalRead.notModified, ...problemResponses(missing, 422, 503) }
+    }, read),
+    replace: operation('replace', `Replace one ${noun} of ${name}: a field left out takes its default, or no value`, {
       params,
-      body: RecordUpdateSchema,
+      body: Type.Object(body.properties, { additionalProperties: false, title: `${pascalName(name)}Replace` }),
       headers: ConditionalWrite.headers,
-      response: { 200: withEtag(ref(record)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) }
-    }, guards.write),
-    delete: operation('delete', `Delete one record of ${name}`, {
+      response: written()
+    }, write),
+    update: operation('update', `Change the fields sent, and only those, of one ${noun} of ${name}`, {
+      params,
+      body: change,
+      headers: ConditionalWrite.headers,
+      response: written()
+    }, write),
+    delete: operation('delete', `Delete one ${noun} of ${name}`, {
       params,
       headers: ConditionalWrite.headers,
-      response: { 204: deleted, ...problemResponses(missing, ConstraintConflict, 412, 422, 428, 503) }
-    }, guards.write)
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, ConstraintConflict, 412, 422, 428, 503) }
+    }, write)
   }
 }

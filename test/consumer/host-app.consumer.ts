@@ -106,8 +106,8 @@ await step(t, `npm install the tarball, fastify@${FASTIFY[0]} and the host's own
   t.notOk(existsSync(join(app, 'node_modules/@electric-sql/pglite')), 'PGlite is not installed: it is an optional peer')
 })
 
-await step(t, 'without PGlite, connect(\'memory://\') fails with one line saying what to install', async (t) => {
-  const probe = await run(process.execPath, ['--input-type=module', '-e', "const { connect } = await import('plinth'); await connect('memory://')"],
+await step(t, 'without PGlite, plinth/db\'s connect(\'memory://\') fails with one line saying what to install', async (t) => {
+  const probe = await run(process.execPath, ['--input-type=module', '-e', "const { connect } = await import('plinth/db'); await connect('memory://')"],
     { cwd: app, timeout: MINUTE })
   t.equal(probe.code, 1, 'exit code 1', outcome(probe))
   t.match(probe.stderr, PGLITE_MISSING, 'stderr names the package and the command', outcome(probe))

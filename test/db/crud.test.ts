@@ -8,7 +8,7 @@ import { items } from '../../db/schema.js'
 import { countingDatabase, freshDatabase, oneConnection, rowsOf, unversioned } from '../support/database.js'
 
 const client = await freshDatabase(t)
-const repo = createRepository(client.db, items)
+const repo = createRepository(client.db, items, { batchUpdates: true })
 
 /** A table the migrations never created. */
 const brokenTable = pgTable('no_such_table', { id: integer('id').primaryKey() })
@@ -140,7 +140,7 @@ t.test('a refused row in a batch fails alone; the others are stored', async (t) 
 /** A table with an object column, and values of it that JSON.stringify cannot write. */
 async function notesRepository (table: string) {
   await client.db.execute(sql.raw(`create table ${table} (id integer generated always as identity primary key, name text not null, data jsonb)`))
-  return createRepository(client.db, pgTable(table, { id: integer('id').primaryKey().generatedAlwaysAsIdentity(), name: text('name').notNull(), data: jsonb('data') }))
+  return createRepository(client.db, pgTable(table, { id: integer('id').primaryKey().generatedAlwaysAsIdentity(), name: text('name').notNull(), data: jsonb('data') }), { batchUpdates: true })
 }
 const cyclic = () => { const value: Record<string, unknown> = {}; value.self = value; return value }
 const tooDeep = () => { let value = {}; for (let i = 0; i < 200_000; i++) value = { a: value }; return value }
@@ -313,12 +313,12 @@ t.test('list pages by id ascending and count counts every row', async (t) => {
 t.test('every operation runs inside a transaction, and a rollback undoes it', async (t) => {
   const before = await repo.count()
   await t.rejects(client.db.transaction(async (tx) => {
-    const created = await repo.create({ name: 'ghost', price: 1 }, tx)
-    t.same(await repo.get(created.id, tx), created, 'visible inside the transaction')
-    t.equal(await repo.count(tx), before + 1)
-    t.equal((await repo.list({ offset: 0, limit: 1000 }, tx)).length, before + 1)
-    await repo.update(created.id, { name: 'ghost 2' }, tx)
-    await repo.delete(created.id, tx)
+    const created = await repo.create({ name: 'ghost', price: 1 }, { tx })
+    t.same(await repo.get(created.id, { tx }), created, 'visible inside the transaction')
+    t.equal(await repo.count({ tx }), before + 1)
+    t.equal((await repo.list({ offset: 0, limit: 1000 }, { tx })).length, before + 1)
+    await repo.update(created.id, { name: 'ghost 2' }, { tx })
+    await repo.delete(created.id, { tx })
     throw new Error('roll back')
   }), /roll back/)
   t.equal(await repo.count(), before, 'nothing was written')
@@ -329,16 +329,41 @@ t.test('the database refuses what the schema forbids', async (t) => {
   await t.rejects(repo.create({ name: 'x'.repeat(129), price: 1 }), 'name length')
 })
 
+t.test('update shapes past the bound of prepared ones run unprepared, and each stores what it sets', async (t) => {
+  const db = await oneConnection(t, client)
+  await db.execute(sql`create table many_shapes (id int generated always as identity primary key, a text, b text, c text, d text)`)
+  // A key that is not its column's name: every update goes alone, one statement per shape.
+  const shapes = createRepository(db, pgTable('many_shapes', {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(), first: text('a'), b: text('b'), c: text('c'), d: text('d')
+  }))
+  const row = await shapes.create({ first: 'x' })
+  const keys = ['first', 'b', 'c', 'd'] as const
+  const sent: Array<Record<string, string | null>> = []
+  const stored: unknown[] = []
+  // Each key left out, set or cleared: 80 shapes.
+  for (let code = 1; code < 81; code++) {
+    const change = Object.fromEntries(keys.map((key, i) => [key, [undefined, `v${code}`, null][Math.floor(code / 3 ** i) % 3]])
+      .filter(([, value]) => value !== undefined))
+    sent.push(change)
+    const updated = await shapes.update(row.id, change)
+    stored.push(Object.fromEntries(Object.keys(change).map((key) => [key, (updated as Record<string, unknown> | null)?.[key]])))
+  }
+  t.same(stored, sent, 'every update answered with what it set')
+  if (client.driver === 'pglite') return
+  const [kept] = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like 'update "many_shapes"%'`))
+  t.equal(kept?.n, 64, 'the first 64 shapes prepared on the connection, the others not')
+})
+
 t.test('concurrent updates share one statement; each sets its own columns and gets its own row, or null', async (t) => {
   const made = await Promise.all(['u1', 'u2', 'u3', 'u4'].map((name, i) => repo.create({ name, price: i, description: 'kept' })))
   const counted = countingDatabase(client)
-  const countedRepo = createRepository(counted.db, items)
+  const countedRepo = createRepository(counted.db, items, { batchUpdates: true })
   const [renamed, repriced, cleared, missing, stale] = await Promise.all([
     countedRepo.update(made[0]!.id, { name: 'u1 renamed' }),
     countedRepo.update(made[1]!.id, { price: 9.5, in_stock: false }),
-    countedRepo.update(made[2]!.id, { description: null }, undefined, [made[2]!.version]),
+    countedRepo.update(made[2]!.id, { description: null }, { ifVersions: [made[2]!.version] }),
     countedRepo.update(2147483647, { name: 'nobody' }),
-    countedRepo.update(made[3]!.id, { name: 'stale' }, undefined, ['1'])
+    countedRepo.update(made[3]!.id, { name: 'stale' }, { ifVersions: ['1'] })
   ])
   t.equal(counted.queries(), 1, 'one statement for five updates')
   t.same([renamed?.name, renamed?.price, renamed?.description], ['u1 renamed', 0, 'kept'], 'only the name changed')
@@ -349,6 +374,15 @@ t.test('concurrent updates share one statement; each sets its own columns and ge
   t.equal(stale, null, 'a stale version writes nothing')
   t.equal((await repo.get(made[3]!.id))?.name, 'u4', 'the stale write left the row as it was')
   for (const row of [renamed, repriced, cleared]) t.same(await repo.get(row!.id), row, `${row!.name} is stored as returned`)
+})
+
+t.test('without batchUpdates, concurrent updates go one statement each, each answered with its own row', async (t) => {
+  const made = await Promise.all(['s1', 's2'].map((name) => repo.create({ name, price: 1 })))
+  const counted = countingDatabase(client)
+  const alone = createRepository(counted.db, items)
+  const answers = await Promise.all([alone.update(made[0]!.id, { price: 2 }), alone.update(made[1]!.id, { name: 's2 renamed' })])
+  t.equal(counted.queries(), 2, 'one statement per update')
+  t.same(answers.map((row) => [row?.name, row?.price]), [['s1', 2], ['s2 renamed', 1]])
 })
 
 t.test('concurrent updates of one row apply in order, each answered with the row after its own write', async (t) => {

@@ -52,7 +52,7 @@ t.test('a CLI command or a second server next to a running server on the same fo
   await server.listening
   const message = `${dir} is in use by process ${server.child.pid}: stop the server, or use PostgreSQL`
 
-  const migrate = await run([new URL('../../cli.ts', import.meta.url).pathname, 'migrate'], env)
+  const migrate = await run([new URL('../../cli/index.ts', import.meta.url).pathname, 'migrate'], env)
   t.same(migrate, { code: 1, stderr: `plinth: ${message}\n` }, 'plinth migrate')
   const second = startServer(t, env)
   const [code] = await second.exited

@@ -58,6 +58,12 @@ t.test('processes migrating one PostgreSQL database at once take turns', { skip:
   t.equal(applied[0]?.n, journal.entries.length, 'each migration recorded once')
 })
 
+t.test('a clock that is not a function fails the boot', async (t) => {
+  const app = Fastify()
+  app.register(dbPlugin, { client: await freshDatabase(t), clock: 'now' as never })
+  await t.rejects(async () => app.ready(), { code: 'DB_INVALID_OPTIONS', message: /^db plugin: clock must be a function returning a Date \(got "now"\)/ })
+})
+
 t.test('the plugin works in a bare Fastify app and leaves a given client open', async (t) => {
   const database = await freshDatabase(t)
   const app = Fastify()

@@ -8,8 +8,9 @@ import fp from 'fastify-plugin'
 import t, { type Test } from 'tap'
 import {
   accountsPlugin, authPlugin, buildApp, catalogPlugin, corsPlugin, dbPlugin, docsPlugin, errorsPlugin, healthPlugin,
-  metricsPlugin, resourcePlugin, securityPlugin, tables, wellKnownPlugin
+  metricsPlugin, resourcePlugin, securityPlugin, wellKnownPlugin
 } from '../../index.js'
+import { tables } from '../../db/index.js'
 import { captureLogs } from '../support/app.js'
 import { freshDatabase } from '../support/database.js'
 import { PROBLEM_TYPE } from '../support/responses.js'

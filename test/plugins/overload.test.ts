@@ -156,7 +156,7 @@ t.test('a login whose client hangs up while it waits for a hash leaves the queue
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const refuse = () => new Error('full')
-  const queueHolds = (n: number) => { try { reserveVerify({ maxWaiting: n, refuse }).cancel(); return false } catch { return true } }
+  const queueHolds = (n: number) => { try { reserveVerify({ queue: { maxWaiting: n, refuse } }).cancel(); return false } catch { return true } }
   const gate = held()
   const busy = Array.from({ length: availableParallelism() }, () => reserveVerify().run(() => gate.done))
   try {

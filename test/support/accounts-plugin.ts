@@ -15,10 +15,10 @@ export async function clockedAccounts (t: Test, options: AccountsOptions = {}) {
   const clock = { now: Date.now() }
   const inbox: MailMessage[] = []
   const app = Fastify({ logger: false })
-  await app.register(dbPlugin, { client: await freshDatabase(t) })
+  await app.register(dbPlugin, { client: await freshDatabase(t), clock: () => new Date(clock.now) })
   await app.register(authPlugin, { secret: 'a clocked accounts test, 32 bytes or more' })
   await app.register(accountsPlugin, {
-    prefix: '/api/v1', ...options, now: () => new Date(clock.now), sendMail: async (message) => { inbox.push(message) }
+    prefix: '/api/v1', ...options, sendMail: async (message) => { inbox.push(message) }
   })
   t.teardown(() => app.close())
   return { app, clock, inbox }

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm'
 import type { Test } from 'tap'
 import { buildApp, type App, type BuildOptions } from '../../app.js'
 import { ConfigSchema, loadConfig, type Config } from '../../config.js'
+import type { Clock } from '../../db/clock.js'
 import { users } from '../../db/schema.js'
 import { enforceContract } from './contract.js'
 import { freshDatabase } from './database.js'
@@ -18,11 +19,12 @@ export const DEFAULT_RATE_LIMITS: Partial<Config> = (({ ...config }) => Object.f
  * The real app on a database no other test sees: in-memory PGlite by default, a new
  * PostgreSQL database when TEST_DATABASE_URL is set. Closed when the test ends; not yet
  * ready, so a test can still add routes (inject readies it). Every answer of its inject is
- * checked against its OpenAPI document.
+ * checked against its OpenAPI document. With `clock`, the app's time is that clock's.
  */
-export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions = {}): Promise<App> {
+export async function build (t: Test, settings: Partial<Config> = {}, options: BuildOptions & { clock?: Clock } = {}): Promise<App> {
   const app = await buildApp({ ...NO_RATE_LIMITS, ...NO_EVENT_LOOP_SHEDDING, ...settings }, { logger: false, database: await freshDatabase(t), ...options })
   t.teardown(() => app.close())
+  if (options.clock !== undefined && app.plinthClock !== options.clock) throw new Error('buildApp does not pass BuildOptions.clock to the db plugin')
   enforceContract(app)
   return app
 }
@@ -32,6 +34,15 @@ export function captureLogs () {
   const lines: Array<Record<string, unknown>> = []
   const stream = { write: (line: string) => { lines.push(JSON.parse(line)) } }
   return { lines, logger: { level: 'info', stream } }
+}
+
+/** A clock that runs with the system's and jumps ahead when the test moves it: `clock` is what the app is given. */
+export function movableClock () {
+  let ahead = 0
+  return {
+    clock: (): Date => new Date(Date.now() + ahead),
+    advance (ms: number) { ahead += ms }
+  }
 }
 
 export const PASSWORD = 'correct horse battery'

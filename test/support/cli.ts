@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { ConfigSchema } from '../../config.js'
 
-const cliTs = new URL('../../cli.ts', import.meta.url).pathname
+const cliTs = new URL('../../cli/index.ts', import.meta.url).pathname
 // As test/support/server-process.ts does for server.ts: the same TypeScript loader, none of our settings.
 const loader = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))
 export const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in ConfigSchema.properties)))
-/** `plinth` from the sources: node, its loader and cli.ts. */
+/** `plinth` from the sources: node, its loader and cli/index.ts. */
 export const command = [process.execPath, ...loader, cliTs]
 
 export interface Run { code: number | null, stdout: string, stderr: string }

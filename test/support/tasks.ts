@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { App } from '../../app.js'
 import { TaskFields as BenchTaskFields } from '../../bench/tasks.js'
 
-/** A schema resource with one field of each kind: the reference "tasks" of the docs, the bench's plus an object. */
+/** A resource with one field of each kind: the reference "tasks" of the docs, the bench's plus an object. */
 export const TaskFields = Type.Object({
   ...BenchTaskFields.properties,
   meta: Type.Optional(Type.Object({ source: Type.String() }))

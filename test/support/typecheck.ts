@@ -24,7 +24,7 @@ export async function typecheck (t: Test, files: Record<string, string>): Promis
   const program = ts.createProgram(Object.keys(files).map((name) => join(dir, name)), {
     ...options,
     noEmit: true,
-    paths: { plinth: [join(root, 'index.ts')], 'plinth/client': [join(root, 'client/schema.ts')] }
+    paths: { plinth: [join(root, 'index.ts')], 'plinth/client': [join(root, 'client/schema.ts')], 'plinth/*': [join(root, '*', 'index.ts')] }
   })
   return ts.getPreEmitDiagnostics(program)
     .filter((diagnostic) => diagnostic.file?.fileName.startsWith(dir))

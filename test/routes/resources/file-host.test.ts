@@ -4,8 +4,9 @@ import { desc, eq, sql } from 'drizzle-orm'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import {
-  accountsPlugin, authPlugin, dbPlugin, guardsOf, readResourcesFile, resourcePlugin, resourceTable, rowsOf
+  accountsPlugin, authPlugin, dbPlugin, guardsOf, readResourcesFile, resourcePlugin, resourceTable
 } from '../../../index.js'
+import { rowsOf } from '../../../db/index.js'
 import { RecordCreateSchema } from '../../../schemas/record.js'
 import { freshDatabase } from '../../support/database.js'
 

@@ -2,11 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { fieldTablesOf, loadConfig, type Config } from '../../../config.js'
+import { loadConfig, type Config } from '../../../config.js'
+import { fieldTablesOf, readSettingFiles } from '../../../config/files.js'
 import { connect } from '../../../db/client.js'
 import { migrate as migrateDatabase } from '../../../db/migrate.js'
 
-const migrate = (config: Config) => migrateDatabase(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(config) })
+const migrate = (config: Config) => migrateDatabase(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(readSettingFiles(config)) })
 import { build, newAccount } from '../../support/app.js'
 import { TEST_DATABASE_URL, freshPostgresUrl } from '../../support/database.js'
 import { httpRequest } from '../../support/http.js'
@@ -60,7 +61,7 @@ t.test('a bad file stops the start with one line per problem, naming the resourc
     guarded: { fields: { type: 'object', properties: {} }, guards: { write: 'admins' } },
     defaulted: { fields: { type: 'object', properties: { due: { type: 'string', format: 'date', default: '2026-02-30' } } } }
   })
-  const error = t.throws(() => loadConfig({ RESOURCES_FILE: path })) as Error & { code: string }
+  const error = t.throws(() => readSettingFiles(loadConfig({ RESOURCES_FILE: path }))) as Error & { code: string }
   t.equal(error.code, 'PLINTH_INVALID_CONFIG')
   t.same(error.message.split('\n'), [
     `RESOURCES_FILE ${path}: tasks: field "at": format ipv4 is not supported`,
@@ -70,11 +71,11 @@ t.test('a bad file stops the start with one line per problem, naming the resourc
     `RESOURCES_FILE ${path}: guarded.guards.write: expected union value`,
     `RESOURCES_FILE ${path}: defaulted: field "due": default "2026-02-30" must match format "date": YYYY-MM-DD, from 0001-01-01 to 9999-12-31`
   ])
-  t.throws(() => loadConfig({ RESOURCES_FILE: '/nonexistent/resources.json' }), { message: /^RESOURCES_FILE \/nonexistent\/resources.json: ENOENT/ })
+  t.throws(() => readSettingFiles(loadConfig({ RESOURCES_FILE: '/nonexistent/resources.json' })), { message: /^RESOURCES_FILE \/nonexistent\/resources.json: ENOENT/ })
   const truncated = await resourcesFile(t, '{ "tasks": ')
-  t.throws(() => loadConfig({ RESOURCES_FILE: truncated }), { message: /^RESOURCES_FILE .*: .*JSON/ })
+  t.throws(() => readSettingFiles(loadConfig({ RESOURCES_FILE: truncated })), { message: /^RESOURCES_FILE .*: .*JSON/ })
   const tasks = await resourcesFile(t, TASKS_JSON)
-  t.throws(() => loadConfig({ RESOURCES_FILE: tasks, RESOURCES: 'records,tasks' }), {
+  t.throws(() => readSettingFiles(loadConfig({ RESOURCES_FILE: tasks, RESOURCES: 'records,tasks' })), {
     message: '"tasks" is both in RESOURCES and in RESOURCES_FILE; keep one'
   })
 })
@@ -96,7 +97,7 @@ t.test('a guard in the file is public, authenticated, superuser or a list of sco
   t.equal(refused.json().code, 'AUTH_INSUFFICIENT_SCOPE')
   t.equal((await app.inject({ method: 'GET', url: '/api/v1/scoped/' })).statusCode, 200)
   const list = await resourcesFile(t, [])
-  t.throws(() => loadConfig({ RESOURCES_FILE: list }), { message: `RESOURCES_FILE ${list}: must be a JSON object of resources by name, such as { "tasks": { "fields": { ... } } }` })
+  t.throws(() => readSettingFiles(loadConfig({ RESOURCES_FILE: list })), { message: `RESOURCES_FILE ${list}: must be a JSON object of resources by name, such as { "tasks": { "fields": { ... } } }` })
 })
 
 t.test('plinth migrate creates a file resource\'s table, adds new fields, and refuses to lose one', async (t) => {

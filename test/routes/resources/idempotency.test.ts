@@ -3,7 +3,7 @@ import { count } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { API_PREFIX } from '../../../app.js'
-import { fieldTable } from '../../../db/field-table.js'
+import { buildResourceTable } from '../../../db/resource-table.js'
 import { resourceTable } from '../../../db/schema.js'
 import { newAccount } from '../../support/app.js'
 import { idempotencyTests, newKey } from '../../support/idempotency.js'
@@ -27,12 +27,12 @@ t.test('records', async (t) => {
 })
 
 t.test('rows defined by fields', async (t) => {
-  idempotencyTests(t, app, { url: `${API_PREFIX}/tasks/`, body: () => ({ title: `task ${++n}` }), rows: rowsOf(fieldTable('tasks', [], {})) })
+  idempotencyTests(t, app, { url: `${API_PREFIX}/tasks/`, body: () => ({ title: `task ${++n}` }), rows: rowsOf(buildResourceTable('tasks', [], {})) })
 })
 
 t.test('an owner\'s rows: a key is per user, whatever the address', async (t) => {
   const [ada, bob] = [await newAccount(app), await newAccount(app)]
-  const owned = rowsOf(fieldTable('owned', [], { owner: true }))
+  const owned = rowsOf(buildResourceTable('owned', [], { owner: true }))
   idempotencyTests(t, app, { url: `${API_PREFIX}/owned/`, body: () => ({ title: `owned ${++n}` }), rows: owned, headers: ada.session.headers })
   t.test('the same key from two users creates a row for each', async (t) => {
     const key = newKey()

@@ -6,9 +6,11 @@ import { API_PREFIX } from '../../../app.js'
 import type { Database } from '../../../db/client.js'
 import { createRepository } from '../../../db/crud.js'
 import { ResourceTableError } from '../../../db/errors.js'
+import { buildResourceTable } from '../../../db/resource-table.js'
 import { createTables, ensureResourceTable, resourceTableDdl } from '../../../db/resources.js'
 import { resourceTable, type ResourceTable } from '../../../db/schema.js'
 import resourcePlugin from '../../../routes/resources/index.js'
+import { RECORDS_PRESET } from '../../../routes/resources/presets.js'
 import { build } from '../../support/app.js'
 import { freshDatabase } from '../../support/database.js'
 
@@ -36,6 +38,11 @@ t.test('the DDL is what drizzle-kit generates from resourceTable, made idempoten
     const expected = kit?.replace('CREATE TABLE ', 'CREATE TABLE IF NOT EXISTS ').replace(/sequence name "[^"]+" /, '').trim()
     t.equal(resourceTableDdl(table), expected, name)
   }
+})
+
+t.test('the records preset builds the very table db/schema.ts declares, so tables made by earlier versions are served as they are', async (t) => {
+  const preset = buildResourceTable('records', RECORDS_PRESET.fields, { timestamps: RECORDS_PRESET.timestamps })
+  t.equal(resourceTableDdl(preset), resourceTableDdl(resourceTable('records')))
 })
 
 t.test('the table has the columns db/schema.ts declares: an integer identity id, title and description', async (t) => {

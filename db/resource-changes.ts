@@ -1,0 +1,167 @@
+import { createHash } from 'node:crypto'
+import { eq, sql } from 'drizzle-orm'
+import type { Field, JsonSchema } from '../schemas/fields.js'
+import { TEXT_PATTERN } from '../schemas/common.js'
+import { SCHEMA_LOCK, type Database } from './client.js'
+import { ResourceTableError } from './errors.js'
+import { checkName, checkSql, columnSql, createTableStatements, defaultSql, indexSql, indexedFields } from './resource-ddl.js'
+import { ident, notNull, type ResourceTableDefinition, type ResourceTableSpec } from './resource-table.js'
+import { fieldTableDefinitions } from './schema.js'
+
+/** Key order aside, as jsonb does not keep it. */
+function canonical (value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value === null || typeof value !== 'object') return String(JSON.stringify(value))
+  const entries = Object.entries(value).filter(([, item]) => item !== undefined).sort(([a], [b]) => a < b ? -1 : 1)
+  return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`
+}
+
+const same = (a: unknown, b: unknown) => canonical(a) === canonical(b)
+
+const show = (value: unknown) => value === undefined ? 'none' : JSON.stringify(value)
+
+// Annotations; `type` is the kind, compared first, and pattern and allOf are compared as patterns.
+const IGNORED_KEYWORDS = new Set(['title', 'description', 'examples', 'default', 'nullable', '$comment', 'deprecated', 'readOnly', 'writeOnly', 'type', 'pattern', 'allOf'])
+
+const patterns = (value: JsonSchema | undefined) => [value?.pattern, ...((value?.allOf ?? []) as JsonSchema[]).map((part) => part.pattern)]
+  .filter((pattern) => pattern !== undefined && pattern !== TEXT_PATTERN)
+
+type Narrows = (before: unknown, after: unknown) => boolean
+
+const lower = (before: unknown, after: unknown) => before !== undefined && (after as number) <= (before as number)
+const higher = (before: unknown, after: unknown) => before !== undefined && (after as number) >= (before as number)
+
+/** Per bound, whether the new value accepts everything the old one did; any other change to a keyword may refuse stored values. */
+const LOOSER: Record<string, Narrows> = {
+  minimum: lower,
+  minLength: lower,
+  minItems: lower,
+  maximum: higher,
+  maxLength: higher,
+  maxItems: higher,
+  enum: (before, after) => Array.isArray(before) && before.every((item) => (after as unknown[]).includes(item)),
+  format: () => false,
+  uniqueItems: (_, after) => after !== true
+}
+
+/** The first keyword whose new value may refuse a stored one; a keyword removed accepts more. */
+function narrowing (before: JsonSchema, after: JsonSchema): string | undefined {
+  const added = patterns(after).filter((pattern) => !patterns(before).includes(pattern))
+  if (added.length > 0) return `changed pattern from ${show(patterns(before)[0])} to ${show(added[0])}`
+  for (const keyword of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const [old, now] = [before[keyword], after[keyword]]
+    if (IGNORED_KEYWORDS.has(keyword) || same(old, now)) continue
+    const looser = LOOSER[keyword]
+    if (looser === undefined) return `changed ${keyword}`
+    if (now !== undefined && !looser(old, now)) return `changed ${keyword} from ${show(old)} to ${show(now)}`
+  }
+  return undefined
+}
+
+function refuseNarrowing (table: string, before: Field, after: Field): void {
+  const name = after.name
+  const change = before.kind !== after.kind
+    ? `changed kind from ${before.kind} to ${after.kind}`
+    : before.nullable && !after.nullable ? 'is no longer nullable' : narrowing(before.value, after.value)
+  if (change !== undefined) {
+    throw new ResourceTableError(`${table}: field "${name}" ${change}, which rows already stored may not meet; ` +
+      'revert that, or add a new field and migrate the data to it yourself')
+  }
+  if (!notNull(before) && notNull(after) && after.default === undefined) {
+    throw new ResourceTableError(`${table}: field "${name}" became required without a default, but rows already stored may have no value ` +
+      'for it; give it a default, or keep it optional')
+  }
+}
+
+const alter = (table: string, change: string) => `ALTER TABLE ${ident(table)} ${change}`
+
+function addField (table: string, field: Field): string[] {
+  if (notNull(field) && field.default === undefined) {
+    throw new ResourceTableError(`${table}: new field "${field.name}" is required without a default, but existing rows would have no value ` +
+      'for it; give it a default, or make it optional')
+  }
+  const check = checkSql(table, field)
+  return [alter(table, `ADD COLUMN ${columnSql(field)}`), ...(check ? [alter(table, `ADD ${check}`)] : [])]
+}
+
+function changeField (table: string, before: Field, after: Field): string[] {
+  refuseNarrowing(table, before, after)
+  const column = ident(after.name)
+  const statements: string[] = []
+  if (!same(before.default, after.default)) {
+    statements.push(alter(table, `ALTER COLUMN ${column} ${after.default === undefined ? 'DROP DEFAULT' : `SET DEFAULT ${defaultSql(after)}`}`))
+  }
+  if (notNull(before) && !notNull(after)) statements.push(alter(table, `ALTER COLUMN ${column} DROP NOT NULL`))
+  if (!notNull(before) && notNull(after)) {
+    // An optional field that gains a default is always present from now on: unset rows take the default, as a new column's do.
+    statements.push(`UPDATE ${ident(table)} SET ${column} = DEFAULT WHERE ${column} IS NULL`, alter(table, `ALTER COLUMN ${column} SET NOT NULL`))
+  }
+  const check = checkSql(table, after)
+  if (check !== checkSql(table, before)) {
+    statements.push(alter(table, `DROP CONSTRAINT IF EXISTS ${checkName(table, after)}`), ...(check ? [alter(table, `ADD ${check}`)] : []))
+  }
+  return statements
+}
+
+/** The statements that take a table from `stored` to `wanted`; a change stored rows may not meet is a ResourceTableError saying what to do. */
+export function planResourceTableChanges (stored: ResourceTableSpec, wanted: ResourceTableSpec): string[] {
+  const { table } = wanted
+  if ((stored.owner ?? false) !== (wanted.owner ?? false)) {
+    throw new ResourceTableError(`${table}: the owner option was switched ${wanted.owner ? 'on' : 'off'}, which the table cannot follow; ` +
+      'switch it back, or give the resource a new table (the table option)')
+  }
+  const removed = stored.fields.find((field) => !wanted.fields.some((wantedField) => wantedField.name === field.name))
+  if (removed) {
+    throw new ResourceTableError(`${table}: field "${removed.name}" was removed, but its column still holds data; put it back, ` +
+      `or drop the column yourself (ALTER TABLE ${ident(table)} DROP COLUMN ${ident(removed.name)}) and restart`)
+  }
+  const statements = wanted.fields.flatMap((field) => {
+    const before = stored.fields.find((storedField) => storedField.name === field.name)
+    return before ? changeField(table, before, field) : addField(table, field)
+  })
+  const [before, after] = [indexedFields(stored), indexedFields(wanted)]
+  for (const name of before) if (!after.includes(name)) statements.push(`DROP INDEX ${ident(`${table}_${name}_idx`)}`)
+  for (const name of after) if (!before.includes(name)) statements.push(indexSql(table, name))
+  return statements
+}
+
+async function columnsOf (db: Database, table: string): Promise<string[] | null> {
+  const rows = await db.select({ name: sql<string | null>`a.attname` })
+    .from(sql`pg_class c left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped`)
+    .where(sql`c.oid = to_regclass(quote_ident(${table}))`)
+  return rows.length === 0 ? null : rows.flatMap((row) => row.name ?? [])
+}
+
+const definitionOf = (spec: ResourceTableSpec): ResourceTableDefinition =>
+  JSON.parse(JSON.stringify({ fields: spec.fields, owner: spec.owner ?? false, indexes: indexedFields(spec) })) as ResourceTableDefinition
+
+/** Mixed into the rows' ETags, the same in every process: a row's representation follows its definition, not only its version. */
+export const definitionDigest = (spec: ResourceTableSpec) => createHash('sha256').update(canonical(definitionOf(spec))).digest('base64url')
+
+async function plan (db: Database, spec: ResourceTableSpec, wanted: ResourceTableDefinition): Promise<string[] | null> {
+  const columns = await columnsOf(db, spec.table)
+  if (columns === null) return createTableStatements(spec)
+  const [row] = await db.select().from(fieldTableDefinitions).where(eq(fieldTableDefinitions.table_name, spec.table))
+  if (!row) {
+    throw new ResourceTableError(`${spec.table}: the table exists but was not created by plinth for a schema resource; ` +
+      'choose another table option, or drop or rename the existing table')
+  }
+  const stored = row.definition as ResourceTableDefinition
+  // A column dropped by hand, as the removal message advises, takes its field (and that field's index) with it.
+  const fields = stored.fields.filter((field) => columns.includes(field.name))
+  const statements = planResourceTableChanges({ table: spec.table, owner: stored.owner, fields, indexes: stored.indexes.filter((name) => columns.includes(name)) }, spec)
+  return statements.length === 0 && same(stored, wanted) ? null : statements
+}
+
+/** Creates the table, or brings it to `spec` when no stored row is at risk, and records the definition; one process at a time. */
+export async function ensureTrackedTable (db: Database, spec: ResourceTableSpec): Promise<void> {
+  const wanted = definitionOf(spec)
+  await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
+    const statements = await plan(tx, spec, wanted)
+    if (statements === null) return
+    for (const statement of statements) await tx.execute(sql.raw(statement))
+    await tx.insert(fieldTableDefinitions).values({ table_name: spec.table, definition: wanted })
+      .onConflictDoUpdate({ target: fieldTableDefinitions.table_name, set: { definition: wanted, updated_at: sql`now()` } })
+  })
+}

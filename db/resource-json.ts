@@ -1,0 +1,45 @@
+import { sql, type SQL } from 'drizzle-orm'
+import { alwaysPresent, isWriteOnly, type Field, type FieldKind } from '../schemas/fields.js'
+import { ident } from './resource-table.js'
+
+// An instant as the API writes it everywhere: UTC, milliseconds, a Z.
+const ISO_INSTANT = '\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\''
+
+function jsonValue (column: string, kind: FieldKind): string {
+  switch (kind) {
+    case 'timestamp': return `'"' || to_char(${column} at time zone 'UTC', ${ISO_INSTANT}) || '"'`
+    // These casts already give JSON: digits, true or false, and jsonb's own text.
+    case 'integer':
+    case 'boolean':
+    case 'jsonb': return `${column}::text`
+    default: return `to_json(${column})::text`
+  }
+}
+
+interface Member {
+  name: string
+  kind: FieldKind
+  /** Always in the object: `null` when the column is. Otherwise left out when NULL. */
+  always: boolean
+  notNull: boolean
+}
+
+const server = (name: string, kind: FieldKind): Member => ({ name, kind, always: true, notNull: true })
+
+/** The row as the API's JSON text, built by PostgreSQL so nothing is decoded or serialized; a writeOnly field is never in it. */
+export function resourceJson (fields: Field[], { owner = false, timestamps = true }: { owner?: boolean, timestamps?: boolean } = {}): SQL<string> {
+  const members: Member[] = [
+    server('id', 'integer'),
+    ...(timestamps ? [server('created_at', 'timestamp'), server('updated_at', 'timestamp')] : []),
+    ...(owner ? [server('owner_id', 'integer')] : []),
+    ...fields.filter((field) => !isWriteOnly(field)).map((field) => ({ name: field.name, kind: field.kind, always: alwaysPresent(field), notNull: false }))
+  ]
+  // Field names are plain identifiers (schemas/fields.ts), so they need no JSON escaping.
+  const parts = members.map(({ name, kind, always, notNull }, i) => {
+    const key = `'${i === 0 ? '{' : ','}"${name}":'`
+    const value = jsonValue(ident(name), kind)
+    if (notNull) return `${key} || ${value}`
+    return always ? `${key} || coalesce(${value}, 'null')` : `coalesce(${key} || ${value}, '')`
+  })
+  return sql.raw(`(${parts.join(' || ')} || '}')`) as SQL<string>
+}

@@ -1,0 +1,10 @@
+/** `plinth/schemas`: the TypeBox schemas of plinth's HTTP contract, for a host's own routes or clients. */
+export * from './common.js'
+export * from './error.js'
+export { readFields, rowSchema, type Field, type FieldKind, type ResourceRow } from './fields.js'
+export * from './health.js'
+export * from './item.js'
+export * from './page.js'
+export * from './record.js'
+export * from './token.js'
+export * from './user.js'
