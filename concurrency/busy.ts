@@ -4,7 +4,6 @@ import { defineProblem, type ProblemError } from '../http/problem-error.js'
 /** What was full when a request was refused: the requests in progress, the event loop, the database's queue or the password hashes'. */
 export type ShedReason = 'in_flight' | 'event_loop' | 'database_queue' | 'password_queue'
 
-/** This module's one code, with the Retry-After it carries. */
 export const ServerBusyError = defineProblem({
   status: 503,
   code: 'SERVER_BUSY',
@@ -14,7 +13,6 @@ export const ServerBusyError = defineProblem({
 
 export type ServerBusy = ProblemError & { reason: ShedReason, headers: Record<string, string> }
 
-/** The 503 of a request shed under overload, with its Retry-After. */
 export function serverBusy (reason: ShedReason, retryAfterSeconds: number): ServerBusy {
   return Object.assign(new ServerBusyError(retryAfterSeconds), { reason }) as ServerBusy
 }

@@ -13,10 +13,7 @@ export type TokenRefusal = 'unknown' | 'expired' | 'stale'
 
 const fingerprint = (what: SQL) => sql`encode(sha256(convert_to(${what}, 'UTF8')), 'hex')`
 
-/**
- * What a token is bound to: the password hash and email for a reset, the email for a verification;
- * for an email change also whether the account is active, so a deactivated account's change cannot complete.
- */
+/** What a token is bound to: password hash and email (reset), email (verification), email and active flag (email change). */
 const BINDINGS: Record<TokenPurpose, SQL> = {
   reset: fingerprint(sql`${users.hashed_password} || ' ' || ${users.email}`),
   verify: sql`${users.email}`,
@@ -47,11 +44,7 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
   const resetByEmail = issue(db, 'reset', and(eq(users.email, sql.placeholder('email')), eq(users.is_active, true))!).prepare('account_tokens_reset')
   const verifyById = issue(db, 'verify', eq(users.id, sql.placeholder('id'))).prepare('account_tokens_verify')
 
-  /**
-   * Spends the token and, while its binding still holds, applies `change` to its user: one
-   * transaction, so of two requests with one token exactly one succeeds. Every other token of
-   * the user for that purpose goes with it.
-   */
+  /** Spends the token and applies `change` in one transaction while its binding holds, so one of two requests wins; sibling tokens go too. */
   async function spend (
     purpose: TokenPurpose, token: string, change: Partial<UserRow> | ((spent: SpentToken) => Partial<UserRow>),
     then?: (tx: Database, user: UserRow) => Promise<unknown>
@@ -100,10 +93,7 @@ export function createAccountTokenRepository (db: Database, sessions: SessionRep
       return spend('verify', token, { is_verified: true })
     },
 
-    /**
-     * Moves the account to the address the link was mailed to, verified, and ends every session;
-     * `taken`, with nothing spent, when another account has registered that address meanwhile.
-     */
+    /** Moves the account to the mailed address, verified, ending every session; `taken`, nothing spent, if another account got it. */
     async confirmEmailChange (token: string): Promise<UserRow | TokenRefusal | { taken: string }> {
       let address = ''
       const moveTo = (spent: SpentToken) => {

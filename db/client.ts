@@ -32,7 +32,7 @@ export interface DatabaseClient {
 }
 
 export interface PgliteOptions {
-  /** Start from this data-folder dump (from the client's `dump()`) instead of an empty cluster: much faster. */
+  /** Start from this data-folder dump (from the client's `dump()`) instead of an empty cluster. */
   loadDataDir?: Blob
 }
 
@@ -104,7 +104,6 @@ const PGLITE_CONF = ['shared_buffers=16MB']
 
 const NOT_A_FOLDER: Record<string, string> = { EEXIST: 'is a file, not a folder', ENOTDIR: 'is inside a file, not a folder' }
 
-/** Creates the data folder if need be, and takes it for this process; returns the release. */
 function openFolder (dataDir: string): () => void {
   if (dataDir.trim() === '') {
     throw new DatabaseUrlError('pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
@@ -138,9 +137,8 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
   const release = dataDir === undefined ? () => {} : openFolder(dataDir)
-  // PGlite writes its folder through Node's fs and commits synchronously: an acknowledged write survives
-  // kill -9, but nothing is fsynced, so a power cut can lose recent commits.
-  // Shared buffers live inside PGlite's WebAssembly heap: a smaller pool than PostgreSQL's default uses less memory and reads faster.
+  // PGlite commits synchronously through Node's fs: a write survives kill -9 but, never fsynced, not a power cut.
+  // Shared buffers live in its WebAssembly heap: a pool smaller than PostgreSQL's default saves memory.
   const client = await PGlite.create(dataDir, { ...options, postgresqlconf: PGLITE_CONF, extensions: { pg_trgm: pgTrgm } })
     .catch((err: unknown) => { release(); throw err })
   // PGlite queues its callers itself: counting the calls in flight gives the one running and those queued behind it.

@@ -19,10 +19,8 @@ export interface Page {
 /** A row as it is now, with its version: the transaction that last wrote it (`xmin`), for ETags. */
 export type Versioned<Row> = Row & { version: string }
 
-/** The version of a table's row, to select or return beside its columns. */
 export const versionOf = (table: PgTable) => sql<string>`${table}.xmin::text`
 
-/** Where a repository call runs: in `tx` when given. */
 export interface InTransaction { tx?: Database }
 
 /** A write in `tx` when given; with `ifVersions`, only while the row's version is one of them. */
@@ -31,7 +29,6 @@ export interface WriteOptions extends InTransaction { ifVersions?: string[] }
 export interface Repository<Row, Insert> {
   get (id: number, options?: InTransaction): Promise<Versioned<Row> | null>
   list (page: Page, options?: InTransaction): Promise<Row[]>
-  /** Keyset page: unlike `offset`, its cost does not grow with the page's depth. */
   listAfter (afterId: number, limit: number, options?: InTransaction): Promise<Row[]>
   count (options?: InTransaction): Promise<number>
   create (values: Insert, options?: InTransaction): Promise<Versioned<Row>>
@@ -41,7 +38,6 @@ export interface Repository<Row, Insert> {
 }
 
 export interface RepositoryOptions {
-  /** The columns or SQL expressions a row is read and returned as; the whole row by default. */
   selection?: Selection
   /** Sends the updates of one event-loop turn as one statement: for a table whose rows many requests write at once. */
   batchUpdates?: boolean
@@ -52,8 +48,7 @@ export function definedOnly<T extends object> (values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
-// Ids sent as text (`idList`) and cast here, where the planner cannot read them (array_in is stable): else a plan
-// for each array's length beats the generic one, and PostgreSQL plans every call anew instead of keeping it.
+// Ids go as text cast here, opaque to the planner: else PostgreSQL plans each array length anew instead of keeping a generic plan.
 const idArray = (name: string) => sql`(${sql.placeholder(name)}::text)::int[]`
 const idList = (ids: readonly number[]) => `{${ids.join(',')}}`
 
@@ -70,32 +65,23 @@ function jsonEach (values: readonly unknown[]): Array<string | Error> {
 
 const isText = (text: string | Error): text is string => typeof text === 'string'
 
-/** The answers to a batch: each value's JSON error in its place, the answers to those sent, in order, in the others. */
 function inOrder<A> (texts: Array<string | Error>, answers: A[]): Array<A | Error> {
   let next = 0
   return texts.map((text) => isText(text) ? answers[next++]! : text)
 }
 
-/**
- * Whether the rows of a failed batch each get their own answer, tried alone: a value the database refused fails
- * the whole statement, and so may any error outside SQL. Only a database that is down or full is every row's answer.
- */
+// A refused value or a non-SQL error fails the whole batch, so its rows are retried alone; not when the database is down or full.
 const ownAnswers = (error: unknown) => !isDatabaseUnavailable(error) && serverBusyIn(error) === undefined
 
-/** What a repository reads and returns of a row: an `id`, and any columns or SQL expressions. */
 export type Selection = { id: PgColumn } & Record<string, PgColumn | SQL>
 
-/**
- * Prepared reads (the query builder is costly on a hot route); outside a transaction, `get` and `create` batch per
- * event-loop turn, and `update` too with `batchUpdates`. Rows are whole, or what `selection` picks, on reads and writes alike.
- */
+/** Prepared reads; outside a transaction, `get`, `create` and (with `batchUpdates`) `update` batch per event-loop turn. */
 export function createRepository<T extends TableWithId, Row extends object = InferSelectModel<T>> (
   db: Database, table: T, { selection, batchUpdates = false }: RepositoryOptions = {}
 ): Repository<Row, InferInsertModel<T>> {
   const name = getTableName(table)
   const idOf = (row: Row) => (row as { id: number }).id
   const rowColumns = selection ?? getTableColumns(table) as Selection
-  // A single row comes with its version; a list's rows without.
   const fields = { ...rowColumns, version: versionOf(table) }
   const select = (exec: Database) => exec.select(fields)
   const selectRows = (exec: Database) => exec.select(rowColumns)
@@ -114,7 +100,6 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
   const selectByIds = (exec: Database) =>
     select(exec).from(table as PgTable).where(sql`${table.id} = any(${idArray('ids')})`)
 
-  // Every statement the repository prepares, named for the table, each kind within the shapes bound.
   const statements = statementCache(name, MAX_SHAPES)
   const getMany = statements.one('get_many', (as) => selectByIds(db).prepare(as))
   const list = statements.one('list', (as) => selectPage(db).prepare(as))
@@ -137,9 +122,7 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
   const prepareText = (text: SQL, as: string): Runnable => prepareAs(returning(db.insert(table).values({} as never)), text, as)
   const returnedList = sql.join(Object.values(fields).map((field) => is(field, SQL) ? field : sql.identifier(field.name)), sql`, `)
 
-  // A batch goes as one JSON parameter, through one statement prepared per set of columns sent, whatever the
-  // batch's size: building a wide INSERT, or encoding each value as a parameter, cost more than running it.
-  // A column left out takes the table's default; a null is written as NULL.
+  // A batch goes as one JSON parameter through one statement per set of columns; a column left out takes its default.
   function insertText (keys: string[]): SQL {
     const columns = sql.join(keys.map((key) => sql.identifier(tableColumns[key]!.name)), sql`, `)
     return sql`insert into ${table} (${columns}) select ${columns}
@@ -163,7 +146,6 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
   const refuses = (key: string, value: unknown) => Promise.resolve()
     .then(() => db.execute(sql`select jsonb_populate_record(null::${table}, ${JSON.stringify({ [tableColumns[key]!.name]: value })}::jsonb) is null`))
     .then(() => false, isRefusedValue)
-  /** `error` with the field whose value the database refused, when it is such an error and one value alone raises it. */
   async function withField (error: Error, values: object): Promise<Error> {
     if (!isRefusedValue(error)) return error
     for (const key of columnKeys(values)) {
@@ -185,9 +167,7 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
     return inOrder(texts, stored)
   })
 
-  // The updates of one event-loop turn go as one JSON parameter through one statement prepared once:
-  // each row sets the columns its change has and keeps the others, under its own If-Match versions.
-  // The ids, gathered first as an array, make the rows found by the primary key, not by a scan.
+  // A turn's updates go as one JSON parameter through one statement, each row under its own If-Match versions, found by primary key.
   const updatable = columnEntries.filter(([, column]) => column !== table.id)
   const updatedAt = updatable.filter(([, column]) => column.onUpdateFn !== undefined)
   const batchesUpdates = batchUpdates && !renamed && updatedAt.every(([, column]) => is(column.onUpdateFn!(), SQL))
@@ -204,16 +184,14 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
     returning ${returnedList}`
 
   interface Change { id: number, change: Record<string, unknown>, versions?: string[] }
-  /** One change alone, as the builder sends it: outside a batch, and for a batch that failed. */
   async function updateAlone ({ id, change, versions }: Change, tx?: Database): Promise<Found | null> {
     const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
-    // A null is written as NULL, not handed to the column's encoder (a timestamp's calls toISOString): one statement per null pattern.
+    // A null is written as NULL, not handed to the column's encoder: one statement per null pattern.
     const build = (exec: Database) => returning(exec.update(table)
       .set(Object.fromEntries(columns.map((column) =>
         [column, change[column] === null ? sql`null` : sql.placeholder(`set_${column}`)])) as never)
       .where(versions ? and(eq(table.id, sql.placeholder('id')), isVersion) : eq(table.id, sql.placeholder('id'))))
     const shape = columns.map((column) => change[column] === null ? `${column}=null` : column).join(',') + (versions ? ':versioned' : '')
-    // Outside a transaction, prepared once per shape: building the UPDATE on every call was much of a PATCH's allocations.
     const statement = tx ? build(tx) : statements.shaped('update', shape, (as) => build(db).prepare(as)) ?? build(db)
     const params: Record<string, unknown> = { id, versions }
     for (const column of columns) if (change[column] !== null) params[`set_${column}`] = change[column]

@@ -4,7 +4,6 @@ import { defineProblems } from '../http/problem-error.js'
 export const dbProblems = defineProblems({
   // A resource table that cannot be created or brought up to date without risk to its rows.
   ResourceTableError: { code: 'RESOURCE_TABLE_INVALID', message: '%s' },
-  // A cursor that does not decode or was made for another sort.
   InvalidCursorError: { status: 422, code: 'RESOURCE_INVALID_CURSOR', message: '%s' },
   // A database URL that cannot be used as written: malformed, or a pglite:// path that is no folder.
   DatabaseUrlError: { code: 'PLINTH_INVALID_DATABASE_URL', message: '%s' },
@@ -52,7 +51,6 @@ export function isRefusedValue (error: unknown): boolean {
   return state !== undefined && state.startsWith('22') && state !== '2200H'
 }
 
-/** The field of the value the database refused, where the repository found it. */
 export function refusedField (error: unknown): string | undefined {
   for (const cause of causes(error)) {
     if ('field' in cause && typeof cause.field === 'string') return cause.field
@@ -60,7 +58,6 @@ export function refusedField (error: unknown): string | undefined {
   return undefined
 }
 
-/** The integrity constraints PostgreSQL enforces on a write: NOT NULL, a foreign key, a unique key, a CHECK. */
 export type ConstraintKind = 'not_null' | 'foreign_key' | 'unique' | 'check'
 
 const CONSTRAINT_KINDS: Record<string, ConstraintKind> = { 23502: 'not_null', 23503: 'foreign_key', 23505: 'unique', 23514: 'check' }
@@ -80,7 +77,6 @@ function text (error: Record<string, unknown>, ...names: string[]): string | und
   return undefined
 }
 
-/** The constraint behind `error`, which Drizzle may have wrapped, if a constraint refused the write. */
 export function constraintViolation (error: unknown): ConstraintViolation | undefined {
   for (const cause of causes(error)) {
     if (!('severity' in cause) || typeof cause.code !== 'string') continue

@@ -17,7 +17,7 @@ type PageQuery = { q?: string, offset: number, limit: number }
 type AfterQuery = { q?: string, afterId: number, limit: number }
 
 export interface ItemRepository extends Repository<ItemRow, NewItem> {
-  /** Exact, from the trigger-maintained counter: the same cost at ten rows or ten million. */
+  /** Exact, from the trigger-maintained counter. */
   count (options?: InTransaction): Promise<number>
   /** The first `limit` (20 by default) items whose name contains `text`. */
   searchByName (text: string, options?: InTransaction & { limit?: number }): Promise<ItemRow[]>
@@ -43,7 +43,6 @@ const nameMatches = sql`${items.name} ilike ${sql.placeholder('pattern')} escape
 export function createItemRepository (db: Database): ItemRepository {
   // Many requests write items at once: their updates share a statement.
   const base = createRepository(db, items, { batchUpdates: true })
-  // Beside the base repository's, under other kinds: one statement each, none per shape.
   const statements = statementCache('items', 0)
   const total = statement(db, statements, 'total', (exec) =>
     exec.select({ total: sql<number>`coalesce(sum(${itemCounts.n}), 0)::int`.mapWith(Number) }).from(itemCounts))
@@ -56,8 +55,7 @@ export function createItemRepository (db: Database): ItemRepository {
     exec.select().from(items).where(and(nameMatches, gt(items.id, sql.placeholder('afterId'))))
       .orderBy(asc(items.id)).limit(sql.placeholder('limit')))
 
-  // The page and the total in one round trip: the counter sum is an InitPlan, evaluated once.
-  // An empty page carries no total, so that (rare) case asks for it separately.
+  // The page and the total in one round trip (the counter sum is an InitPlan); an empty page asks for the total apart.
   const withTotal = { ...getTableColumns(items), total: sql<number>`(select coalesce(sum(${itemCounts.n}), 0)::int from ${itemCounts})`.mapWith(Number) }
   const pageWithTotal = statement(db, statements, 'page_total', (exec) =>
     exec.select(withTotal).from(items).orderBy(asc(items.id))

@@ -49,10 +49,7 @@ function isStale (lock: string, owner: number): boolean {
   return owner === 0 || !isRunning(owner) || (owner === process.pid && !held.has(lock))
 }
 
-/**
- * Takes the folder for this process, or throws PgliteInUseError naming the process that has it.
- * A lock left by a process that is gone is taken over. Returns the release, which also runs at exit.
- */
+/** Takes the folder for this process (a lock left by a dead process is taken over), or throws PgliteInUseError; returns the release. */
 export function lockFolder (dataDir: string): () => void {
   // The real path: two spellings of one folder are one lock.
   const lock = join(realpathSync(dataDir), LOCK_FILE)

@@ -32,7 +32,6 @@ export interface ListRequest {
   offset: number
   /** A previous page's `next`. */
   cursor?: string
-  /** Only this user's rows (owner_id). */
   ownerId?: number
   /** Also count every row the filters and ownerId match. */
   count?: boolean
@@ -50,7 +49,6 @@ export type ResourceLister<Row> = (request: ListRequest, tx?: Database) => Promi
 
 const ORDERED: FilterOp[] = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in']
 
-/** The filters each kind supports; every kind has `is`. */
 export const OPERATORS: Record<FieldKind, readonly FilterOp[]> = {
   text: [...ORDERED, 'contains', 'is'],
   integer: [...ORDERED, 'is'],
@@ -102,7 +100,6 @@ function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bi
   throw new Error(`filter ${column.name}[is] takes 'null' or 'not_null', not ${String(value)}`)
 }
 
-/** What a filter's SQL depends on besides its values: the column, the operator, how many values `in` has, which `is`. */
 const filterShape = ({ column, op, value }: Filter) => `${column}.${op}${op === 'in' ? (value as unknown[]).length : op === 'is' ? String(value) : ''}`
 
 /** Rows strictly after `value` in the key's order, where NULL sorts above every value (ASC NULLS LAST, DESC NULLS FIRST); undefined when none can be. */
@@ -150,7 +147,6 @@ function fits (kind: FieldKind, value: unknown): boolean {
   }
 }
 
-/** A row's sort value as JSON: timestamps as ISO strings, NaN and infinities by name. */
 function cursorValue (value: unknown): unknown {
   if (value instanceof Date) return value.toISOString()
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
@@ -161,7 +157,6 @@ function encode (keys: Key[], fingerprint: string, row: Record<string, unknown>)
   return Buffer.from(JSON.stringify([fingerprint, ...keys.map((key) => cursorValue(row[key.name]))])).toString('base64url')
 }
 
-/** The sort values of the cursor's row, checked against the sort and the keys' types. */
 function decode (cursor: string, keys: Key[], fingerprint: string): unknown[] {
   let decoded: unknown
   try {
@@ -178,18 +173,12 @@ function decode (cursor: string, keys: Key[], fingerprint: string): unknown[] {
   return values
 }
 
-/** A list statement's parts that hold values. */
 interface Parts { matching?: SQL, after?: SQL, limit: number, offset: number }
 
 // Statements kept prepared per lister, rows and counts each; a list of another shape is built for its request alone.
 const MAX_SHAPES = 64
 
-/**
- * The list of a table whose columns are named like `columnKinds`' keys (id, created_at... and the fields):
- * filtered, sorted, a page at a time by offset or keyset cursor. Rows are whole, or what `selection` picks
- * (the sort's columns are read too, for the cursor). Filters and sorts the kinds do not support are
- * programming errors (the route refuses them first); a bad cursor is an InvalidCursorError.
- */
+/** A table's list, by offset or keyset cursor; unsupported filters and sorts are programming errors (the route refuses them). */
 export function createResourceLister<T extends PgTable, Row extends object = InferSelectModel<T>> (
   db: Database, table: T, columnKinds: Record<string, FieldKind>, selection?: Record<string, PgColumn | SQL>
 ): ResourceLister<Row> {
@@ -223,7 +212,6 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
     .update(`${name}:${keys.map((key) => `${key.descending ? '-' : ''}${key.name}`).join(',')}`)
     .digest('base64url').slice(0, 12)
 
-  /** The filters and the owner: what the rows and the count share. */
   function matching ({ filters, ownerId }: ListRequest, bind: Bind): SQL | undefined {
     const conditions = filters.map((filter, i) => {
       const { column, kind } = columnOf(filter.column)
@@ -233,7 +221,6 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
     return and(...conditions, ownerId === undefined ? undefined : eq(columnOf('owner_id').column, bind('owner', ownerId)))
   }
 
-  /** Every value of the list's statement, each through `bind`. */
   function bound (request: ListRequest, keys: Key[], position: unknown[] | undefined, bind: Bind): Parts {
     return {
       matching: matching(request, bind),
@@ -253,8 +240,6 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
   const selectCount = (exec: Database, parts: Parts) =>
     exec.select({ total: count() }).from(table as PgTable).where(parts.matching) as unknown as Preparable<Array<{ total: number }>>
 
-  // Prepared once per shape: the query builder and the planner cost more than the query. Past
-  // MAX_SHAPES, and in a transaction, a statement is built with its values for its request alone.
   const statements = statementCache(name, MAX_SHAPES)
   const prepared = <R>(kind: 'rows' | 'count', shape: string, make: () => Preparable<R>): Runnable<R> | undefined =>
     statements.shaped(kind, shape, (as) => make().prepare(as))

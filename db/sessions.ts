@@ -8,12 +8,10 @@ import type { UserRow } from './users.js'
 
 export type RefreshTokenRow = typeof refreshTokens.$inferSelect
 export type NewRefreshToken = Pick<RefreshTokenRow, 'jti' | 'user_id' | 'family_id' | 'expires_at'>
-/** The successor of a rotated token: its id and expiry, chosen before the rotation. */
 export type Successor = Pick<RefreshTokenRow, 'jti' | 'expires_at'>
 /** Why a refresh token was refused: unknown, spent or expired; rotated a moment ago (family kept); a replay (family ended). */
 export type Refusal = 'invalid' | 'recent' | 'reused'
 
-/** Attempts from this email and address in the current window (this one included), and the email's account. */
 export interface LoginAttempt {
   count: number
   retryAfter: number
@@ -33,10 +31,8 @@ export interface SessionOptions {
   reuseDetection: boolean
   /** Within this many seconds of its rotation, a token presented again is refused without ending its family. */
   reuseIntervalSeconds: number
-  /** Told how many sessions each write ended, and of each reuse it detected: the metrics' counts. */
   onEnded: (count: number) => void
   onReuse: () => void
-  /** The time every window, expiry and timestamp is judged by and written with. */
   clock: Clock
 }
 
@@ -49,7 +45,6 @@ const instant = (at: Date | SQLWrapper) => at instanceof Date ? sql`${at.toISOSt
 export function createSessionRepository (db: Database, { loginWindowSeconds = 900, reuseDetection = false, reuseIntervalSeconds = 10, onEnded = ignore, onReuse = ignore, clock = systemClock }: Partial<SessionOptions> = {}) {
   const window = sql.raw(`interval '${Math.trunc(loginWindowSeconds)} seconds'`)
   const grace = sql.raw(`interval '${Math.trunc(reuseIntervalSeconds)} seconds'`)
-  // The prepared statements take the clock's time as the parameter `now`.
   const now = instant(sql.placeholder('now'))
   const inWindow = sql`${loginFailures.window_start} > ${now} - ${window}`
   const attempter = { email: sql.placeholder('email'), address: sql.placeholder('address') }
@@ -61,8 +56,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     expires_at: sql.placeholder('expires_at')
   }
 
-  // Each login step is one prepared statement that also does the step's other work, so a login
-  // takes two round trips: its thread shares the CPU with the argon2 verifies.
   const counted = db.$with('counted').as(db.insert(loginFailures).values({ ...attempter, failures: 1, window_start: now })
     .onConflictDoUpdate({
       target: [loginFailures.email, loginFailures.address],
@@ -94,14 +87,10 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     gt(refreshTokens.expires_at, at)
   )
 
-  // The rotations of one event-loop turn are one statement, no transaction: the UPDATE (only
-  // while the user is active and the session live) is the lock, so of concurrent rotations of one
-  // token exactly one wins; the INSERT stores each winner's successor in its family.
-  // Instants travel as text: the driver has no encoder for an array of them.
+  // A turn's rotations are one statement: its UPDATE (user active, session live) is the lock, so one concurrent rotation of a token wins.
   const presented = sql`unnest(${sql.placeholder('jtis')}::uuid[], ${sql.placeholder('user_ids')}::int[],
     ${sql.placeholder('next_jtis')}::uuid[], ${sql.placeholder('next_expiries')}::text[]) as k(jti, user_id, next_jti, next_expires_at)`
-  // Each session is share-locked, in id order as endSessions locks them, before its token is spent:
-  // an end that comes first leaves it ended (no rotation); one that comes second waits, then revokes the successor.
+  // Sessions are share-locked in id order, as endSessions locks them, so an end and a rotation of one session take turns.
   const live = db.$with('live').as(db.select({ id: sessions.id }).from(sessions)
     .innerJoin(refreshTokens, eq(refreshTokens.family_id, sessions.id))
     .where(and(sql`${refreshTokens.jti} = any(${sql.placeholder('jtis')}::uuid[])`, isNull(sessions.ended_at)))
@@ -116,7 +105,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       next_jti: sql<string>`k.next_jti`.as('next_jti'),
       next_expires_at: sql<string>`k.next_expires_at::timestamptz`.as('next_expires_at')
     }))
-  // Insert-select lists every column in table order.
   const successors = db.$with('successors').as(db.insert(refreshTokens).select(db.select({
     jti: revoked.next_jti,
     user_id: revoked.user_id,
@@ -145,7 +133,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     return batch.map((one) => first.get(one.jti) === one ? rotated.get(one.jti) ?? null : null)
   })
 
-  // A session is listed while it can still be refreshed: not ended, and its current token unexpired.
   const listed = (userId: number, at: Date) => and(eq(sessions.user_id, userId), isNull(sessions.ended_at), exists(db.select({ one: sql`1` })
     .from(refreshTokens)
     .where(and(eq(refreshTokens.family_id, sessions.id), eq(refreshTokens.revoked, false), gt(refreshTokens.expires_at, instant(at))))))
@@ -154,11 +141,7 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   const lastUsed = sql<Date>`(select max(${refreshTokens.created_at}) from ${refreshTokens} where ${refreshTokens.family_id} = ${sessions.id})`
     .mapWith(refreshTokens.created_at)
 
-  /**
-   * Ends the sessions `where` picks and revokes their refresh tokens, in `tx`: each session is
-   * locked in id order first, as a rotation locks it, so a rotation that locked it earlier has
-   * stored its successor by the time the second statement reads the family. How many were live.
-   */
+  /** Ends the sessions `where` picks, locked in id order as a rotation locks them, so a rotation that came first has its successor revoked too. */
   async function endIn (tx: Database, where: SQL): Promise<number> {
     const picked = tx.select({ id: sessions.id }).from(sessions).where(and(where, isNull(sessions.ended_at)))
       .orderBy(sessions.id).for('no key update')
@@ -170,7 +153,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
     return ended.length
   }
 
-  /** Ends the sessions `where` picks, in one transaction (or in the caller's `tx`); how many were live. */
   async function endSessions (where: SQL, tx?: Database): Promise<number> {
     const ended = tx ? await endIn(tx, where) : await db.transaction((on) => endIn(on, where))
     if (ended > 0) onEnded(ended)
@@ -180,7 +162,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   /** A revoked token presented again ends its whole family, with reuse detection on, unless it was rotated just now. */
   async function revokeFamilyIfReplayed (jti: string, userId: number): Promise<Refusal> {
     if (!reuseDetection) return 'invalid'
-    // The token's rotation is when its successor, the next token of its family, was stored.
     const successor = sql`(select min(next.created_at) from ${refreshTokens} next
       where next.family_id = ${refreshTokens.family_id} and next.created_at > ${refreshTokens.created_at})`
     const [replayed] = await db.select({ family: refreshTokens.family_id, recent: sql<boolean>`coalesce(${successor} > ${instant(clock())} - ${grace}, false)` })
@@ -194,7 +175,6 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   }
 
   return {
-    /** Counts a login attempt from this email and address, and reads the email's account in the same statement. */
     async beginLogin (email: string, address: string): Promise<LoginAttempt> {
       const [row] = await countAndRead.execute({ email, address, now: clock().toISOString() })
       return row!
@@ -226,14 +206,12 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
     revokeFamilyIfReplayed,
 
-    /** Logout: ends the session of `jti`, a usable refresh token, or says why it could not. */
     async revoke (jti: string, userId: number): Promise<'ok' | Refusal> {
       const [token] = await db.select({ family: refreshTokens.family_id }).from(refreshTokens).where(usable(jti, userId, instant(clock())))
       if (token && await endSessions(eq(sessions.id, token.family)) > 0) return 'ok'
       return revokeFamilyIfReplayed(jti, userId)
     },
 
-    /** The user's live sessions, newest first, and how many there are. */
     async list (userId: number, { offset, limit }: { offset: number, limit: number }): Promise<{ rows: SessionRow[], total: number }> {
       const at = clock()
       const [rows, [counted]] = await Promise.all([
@@ -244,12 +222,10 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
       return { rows, total: counted?.total ?? 0 }
     },
 
-    /** Ends one session of the user (an access token's `sid`); false when it was not live. */
     async end (sid: string, userId: number): Promise<boolean> {
       return await endSessions(and(eq(sessions.id, sid), eq(sessions.user_id, userId))!) > 0
     },
 
-    /** Ends every session of the user, or every one but `keep`, in `tx` when given; returns how many were live. */
     async revokeAll (userId: number, { keep, tx }: InTransaction & { keep?: string } = {}): Promise<number> {
       return endSessions(and(eq(sessions.user_id, userId), keep === undefined ? undefined : ne(sessions.id, keep))!, tx)
     },
@@ -275,11 +251,7 @@ export type SessionRepository = ReturnType<typeof createSessionRepository>
 
 export interface SessionUser { user: Versioned<UserRow>, live: boolean }
 
-/**
- * The guard's lookup: the user and the session's state in one statement, shared by every guard of
- * one event-loop turn. A turn with one session takes the plain by-id statement, which PostgreSQL
- * plans and runs cheaper than the unnest join.
- */
+/** The guard's lookup, batched per event-loop turn; a lone session takes the by-id statement, cheaper than the unnest join. */
 export function createSessionLookup (db: Database) {
   const live = sql<boolean>`${sessions.id} is not null`.as('live')
   const user = { ...getTableColumns(users), version: versionOf(users) }

@@ -11,10 +11,7 @@ const UNIQUE_VIOLATION = '23505'
 /** Advisory lock key of the bootstrap superuser's creation ('plns'). */
 const FIRST_SUPERUSER_LOCK = 0x706c6e73
 
-/**
- * Runs a write that may hit the unique email index; `null` when the email is taken. In a
- * caller's transaction it runs in a savepoint, as the violation would abort the whole of it.
- */
+/** A write that may hit the unique email index: `null` when the email is taken; in a savepoint inside a caller's transaction. */
 export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>, { tx }: InTransaction = {}): Promise<T | null> {
   try {
     return await (tx ? tx.transaction(write) : write())
@@ -24,7 +21,6 @@ export async function unlessEmailTaken<T> (write: (on?: Database) => Promise<T>,
   }
 }
 
-/** Users: the generic repository plus what accounts need (email lookup, unique emails, seeding). */
 export function createUserRepository (db: Database) {
   // Unbatched: accounts change one at a time, and a taken email would fail a whole batch before each row was retried alone.
   const repo = createRepository(db, users)
@@ -46,10 +42,7 @@ export function createUserRepository (db: Database) {
       const result = await unlessEmailTaken(async (on) => ({ row: await repo.update(id, change, { tx: on, ifVersions }) }), { tx })
       return result === null ? 'email_taken' : result.row
     },
-    /**
-     * Runs `write` in a transaction unless `id` is the only active superuser. Every active
-     * superuser is locked meanwhile, so two such writes take turns and one always stays.
-     */
+    /** Runs `write` in a transaction unless `id` is the only active superuser, every active superuser locked meanwhile. */
     async unlessLastSuperuser<T> (id: number, write: (tx: Database) => Promise<T>): Promise<T | 'last_superuser'> {
       return db.transaction(async (tx) => {
         const superusers = await tx.select({ id: users.id }).from(users)
@@ -62,11 +55,7 @@ export function createUserRepository (db: Database) {
     async deleteAccount (id: number, { ifVersions }: Pick<WriteOptions, 'ifVersions'> = {}): Promise<'deleted' | 'not_found' | 'last_superuser'> {
       return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, { tx, ifVersions }) ? 'deleted' : 'not_found')
     },
-    /**
-     * The bootstrap superuser, created only while no superuser exists at all (an inactive one
-     * counts): once one has, a deleted or renamed one never comes back. Starts of several
-     * instances take turns, so they create one at most. An existing account is never changed.
-     */
+    /** The bootstrap superuser, only while no superuser exists at all (an inactive one counts), by one starting instance at most. */
     async createFirstSuperuser (values: NewUserRow): Promise<'created' | 'superuser_exists' | 'email_taken'> {
       return db.transaction(async (tx) => {
         await tx.execute(sql.raw(`select pg_advisory_xact_lock(${FIRST_SUPERUSER_LOCK})`))

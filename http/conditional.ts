@@ -4,33 +4,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { httpProblems } from './errors.js'
 import { etagKeyOf } from './etag-key.js'
 
-/**
- * Conditional requests (RFC 9110 section 13) on single rows. A row's version is PostgreSQL's
- * `xmin`, the transaction that wrote the row as it is now: every write of the row changes it, it
- * needs no column, and a write can be made conditional on it in its own WHERE clause. The ETag
- * is the row's id and version encrypted: `xmin` counts the whole database's transactions, which
- * no client may read, and a key the clients lack turns it into 16 bytes that look random.
- * @see https://www.rfc-editor.org/rfc/rfc9110#section-13
- */
+/** Conditional requests on rows versioned by `xmin`, which ETags encrypt: it counts the database's transactions. @see https://www.rfc-editor.org/rfc/rfc9110#section-13 */
 
 const { PreconditionFailed, PreconditionRequired } = httpProblems
 export const preconditionFailed = (what: string) => new PreconditionFailed(what)
 
-/** The plugin option, REQUIRE_IF_MATCH in the server. */
 export const ConditionalOptions = {
   /** Writes to a row (PATCH, PUT, DELETE) without If-Match are refused with 428. */
   requireIfMatch: Type.Boolean({ default: false, errorMessage: 'must be a boolean' })
 }
 
-/** The entity tags of an If-Match or If-None-Match field, `*` as itself. */
 function entityTags (field: string): string[] {
   return field.split(',').map((tag) => tag.trim()).filter(Boolean)
 }
 
-/**
- * Sets `etag`, a strong ETag; when the request's If-None-Match already has it (weak comparison),
- * sends the 304, with no body, and is true: the handler then returns the reply.
- */
+/** Sets the strong `etag`; true when If-None-Match has it (weak comparison) and the 304 was sent. */
 export function notModified (request: FastifyRequest, reply: FastifyReply, etag: string): boolean {
   reply.header('etag', etag)
   const field = request.headers['if-none-match']
@@ -40,32 +28,19 @@ export function notModified (request: FastifyRequest, reply: FastifyReply, etag:
   return matched
 }
 
-/** A row as it is now: its id and its version. */
 export interface VersionedRow { id: number, version: string }
 
-/** The ETags of one table's rows, and the conditions on them. */
 export interface RowEtags {
   /** The row's strong ETag: it names the row's exact bytes, as a representation is made from the row alone. */
   of (row: VersionedRow): string
-  /** `notModified` with the row's ETag. */
   notModified (request: FastifyRequest, reply: FastifyReply, row: VersionedRow): boolean
-  /**
-   * The versions a write may replace, from If-Match (strong comparison: a weak tag, or one that is
-   * no ETag of this table under this key, never matches); undefined when any will do (no field, or
-   * `*`). A tag of another row never matches. Without the field, 428 when it is required.
-   */
+  /** The versions If-Match lets a write replace (strong comparison), undefined when any will do; 428 when required and absent. */
   expectedVersions (request: FastifyRequest, required: boolean, id: number, what: string): string[] | undefined
 }
 
 const OPAQUE = /^"[\w-]{22}"$/
 
-/**
- * The ETags of `table`'s rows under the app's key (plugins/etags.ts), with `salt` mixed in: a new
- * salt changes every ETag of the table. An ETag is the row's id, its version and four zero bytes,
- * one AES block encrypted: a row in one version always gets one tag, and a tag decrypts back to
- * its version, so a write stays conditional in its own WHERE clause; a tag whose zeros do not come
- * back was not made here, for this table, under this key and salt.
- */
+/** An ETag: the row's id, version and four zero bytes as one AES block under a per-table key; a tag whose zeros do not come back is not ours. */
 export function rowEtags (app: FastifyInstance, table: string, salt = ''): RowEtags {
   const key = createHmac('sha256', etagKeyOf(app)).update(`${table}\0${salt}`).digest()
   // ECB on exactly one block is the bare permutation; the objects are kept, each call one block.
@@ -105,22 +80,16 @@ export function rowEtags (app: FastifyInstance, table: string, salt = ''): RowEt
   }
 }
 
-/**
- * Why a write under `versions` wrote nothing: the row is gone (the `missing` error, such as a
- * 404), or it is there with another version (412).
- */
+/** Why a conditional write wrote nothing: the row is gone (`missing`), or it has another version (412). */
 async function refusal (versions: string[] | undefined, exists: () => Promise<unknown>, missing: () => Error, what: string): Promise<Error> {
   return versions !== undefined && await exists() ? preconditionFailed(what) : missing()
 }
 
-/** What makes a write to one row conditional on If-Match. */
 export interface IfMatchOptions {
   /** The table's ETags; without them If-Match is not read, and every write is unconditional. */
   etags?: RowEtags
-  /** A write without If-Match is refused with 428. */
   requireIfMatch: boolean
   id: number
-  /** The row as the problem details name it, such as `item 7`. */
   what: string
   /** The row as the caller last read it, if it did: a version If-Match does not name is refused (412) before any write. */
   current?: VersionedRow
@@ -138,7 +107,6 @@ export interface ConditionalWriteOptions<T> extends IfMatchOptions {
   write: (ifVersions: string[] | undefined) => Promise<T | null | false>
   /** Whether the row is there, asked only when a conditional write wrote nothing: 412 then, else `missing`. */
   exists: () => Promise<unknown>
-  /** The error of a missing row, such as a 404. */
   missing: () => Error
 }
 

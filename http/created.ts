@@ -1,12 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
-/** The URL of the row a POST to this collection created. */
 export const locationOf = (request: FastifyRequest, id: number) => `${request.url.split('?')[0]!.replace(/\/$/, '')}/${id}`
 
 export interface CreatedOptions {
   /** What is sent: a value to serialize, or JSON text, which needs `type`. */
   body: unknown
-  /** The new row's ETag, when its table has them. */
   etag?: string
   type?: string
 }

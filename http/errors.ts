@@ -2,10 +2,7 @@ import { defineProblems } from './problem-error.js'
 
 const retryIn = (seconds: string | number) => ({ 'retry-after': String(seconds) })
 
-/**
- * The codes of the shared HTTP layer. They name the HTTP condition and carry no module's prefix;
- * `PLINTH_` marks an error of the boot, never answered over HTTP.
- */
+/** The shared HTTP layer's codes, named for the HTTP condition with no module prefix; `PLINTH_` marks a boot error. */
 export const httpProblems = defineProblems({
   MalformedBody: { status: 400, code: 'MALFORMED_BODY', message: '%s' },
   MalformedUrl: { status: 400, code: 'MALFORMED_URL', message: '%s' },

@@ -7,23 +7,16 @@ import type { Clock } from '../db/clock.js'
 import { httpProblems } from './errors.js'
 import { inputError } from './problems.js'
 
-/**
- * Idempotency-Key on the routes that create, after the IETF httpapi draft: the first request
- * with a key is answered as usual and its answer kept; the same key with the same request gets
- * that answer again, without a second row.
- * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/
- */
+/** Idempotency-Key on create routes (IETF httpapi draft): a repeated key and request get the first answer again, no second row. */
 
 const { IdempotencyKeyInFlight: KeyInFlight, ValidationFailed } = httpProblems
 const keyReused = () => inputError(ValidationFailed)('headers', '/idempotency-key', 'was first sent with another request; a key names one request, body included')
 
-/** The plugin option, IDEMPOTENCY_TTL_HOURS in the server. */
 export const IdempotencyOptions = {
   /** How long the answer to an Idempotency-Key is kept for replays. */
   idempotencyTtlHours: Type.Integer({ minimum: 1, maximum: 8760, default: 24, errorMessage: 'must be a whole number of hours from 1 to 8760' })
 }
 
-/** The answer headers a replay repeats. */
 const KEPT_HEADERS = ['content-type', 'location', 'etag']
 
 /** `value` with every object's keys sorted, at any depth: one JSON value has one text, whatever order its keys were sent in. */

@@ -9,7 +9,6 @@ export interface ProblemError extends FastifyError {
   headers?: ProblemHeaders
 }
 
-/** One argument per `%s` of a message. */
 export type ProblemArgs<M extends string> = M extends `${string}%s${infer Rest}` ? [string | number, ...ProblemArgs<Rest>] : []
 
 export interface ProblemSpec<M extends string = string> {
@@ -21,7 +20,6 @@ export interface ProblemSpec<M extends string = string> {
   headers?: ProblemHeaders | ((...args: never[]) => ProblemHeaders)
 }
 
-/** An example of a problem for the OpenAPI document: its status, code and detail. */
 export type ProblemSample = [status: number, code: string, detail: string]
 
 /** A declared problem: `new ItemNotFound(7)` throws it, its statics say what it answers. */
@@ -29,7 +27,6 @@ export interface ProblemClass<M extends string = string> {
   new (...args: ProblemArgs<M>): ProblemError
   readonly code: string
   readonly status: number | undefined
-  /** The message, with a `%s` for each argument. */
   readonly template: M
   /** The headers this problem carries, when they are fixed (those made from its arguments are not known here). */
   readonly headers: ProblemHeaders | undefined

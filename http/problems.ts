@@ -34,10 +34,7 @@ const FASTIFY_CODES: Record<string, string> = {
 
 const codeFor = (status: number) => (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/\W+/g, '_')
 
-/**
- * Input that passed its schema but is still wrong: a 422 whose `errors[]` names the part, like a
- * schema failure. `inputError(InvalidInput)('querystring', '/offset', 'must be 0 ...')`.
- */
+/** A 422 for input that passed its schema but is still wrong, `errors[]` naming the part as a schema failure does. */
 export function inputError (InvalidInput: ProblemClass<'/%s%s %s'>) {
   return (context: 'params' | 'querystring' | 'body' | 'headers', path: string, message: string): FastifyError =>
     Object.assign(new InvalidInput(context, path, message), {
@@ -52,27 +49,19 @@ export function problem (status: number, code: string, detail: string): Problem 
 
 type ProblemParts = ValidationProblem['errors']
 
-/**
- * An error that plinth's error handler answers as the problem document of `status`, `code` and `detail`, with
- * `headers` (a 401's WWW-Authenticate, a 503's Retry-After): one class for a host's own codes.
- */
+/** A problem document of a host's own code, with its `headers` (a 401's WWW-Authenticate, a 503's Retry-After). */
 export function problemError (status: number, code: string, detail: string, headers?: Record<string, string>): ProblemError {
   return Object.assign(new HostProblem(detail), { code, statusCode: status }, headers === undefined ? {} : { headers })
 }
 
-/**
- * A 422 like a schema's, `errors[]` naming each part of the request that is wrong:
- * `throw validationError({ '/body/title': 'is reserved' })`.
- */
+/** A 422 like a schema's: `throw validationError({ '/body/title': 'is reserved' })`. */
 export function validationError (errors: Record<string, string>, code = ValidationFailed.code): FastifyError {
   const parts = Object.entries(errors).map(([path, message]) => ({ path, message }))
   return Object.assign(problemError(422, code, parts.map(({ path, message }) => `${path} ${message}`).join('; ')), { errors: parts })
 }
 
-/** A 409: the request conflicts with the state of the data. */
 export const conflictError = (code: string, detail: string) => problemError(409, code, detail)
 
-/** A 403: the caller is known and may not do this. */
 export const forbiddenError = (code: string, detail: string) => problemError(403, code, detail)
 
 /** A 404: nothing there, or nothing this caller may see. */
@@ -81,13 +70,11 @@ export const notFoundError = (code: string, detail: string) => problemError(404,
 const isPart = (part: unknown): part is ProblemParts[number] =>
   typeof (part as { path?: unknown })?.path === 'string' && typeof (part as { message?: unknown }).message === 'string'
 
-/** The parts a thrown 422 names: its `errors` of paths and messages (validationError's), else none. */
 function partsOf (error: FastifyError): ProblemParts {
   const { errors } = error as { errors?: unknown }
   return Array.isArray(errors) ? errors.filter(isPart).map(({ path, message }) => ({ path, message })) : []
 }
 
-/** The status an error was thrown with: Fastify's `statusCode`, or the `status` of http-errors and its kin. */
 function statusOf (error: FastifyError): number {
   const { status } = error as { status?: unknown }
   return error.statusCode ?? (typeof status === 'number' ? status : 500)
@@ -115,7 +102,6 @@ function validationProblem (error: FastifyError): ValidationProblem {
   return { ...problem(422, ValidationFailed.code, detail), errors }
 }
 
-/** A value that passed its schema but not PostgreSQL: the client's 422, naming the field when the repository found it. */
 function refusedValueProblem (error: FastifyError, request: FastifyRequest): ValidationProblem {
   // Validation should have refused it: the log says which value slipped through, so its rule can be tightened.
   request.log.warn({ err: withoutValues(error) }, 'the database refused a value that passed validation')
@@ -132,7 +118,6 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return problem(415, UnsupportedMediaType.code, new UnsupportedMediaType(String(request.headers['content-type'])).message)
   }
-  // Client errors, and deliberate coded server errors such as a 503, pass through as thrown.
   if ((status >= 400 && status < 500) || (status > 500 && status < 600 && error.code)) {
     const body = problem(status, FASTIFY_CODES[error.code] ?? error.code ?? codeFor(status), error.message)
     body.detail ||= body.title
@@ -144,8 +129,7 @@ function toProblem (error: FastifyError, request: FastifyRequest): Problem | Val
   return problem(500, InternalError.code, new InternalError(request.id).message)
 }
 
-// Where drivers keep a failed statement's values (Drizzle's and PGlite's `params`, postgres.js's `parameters`
-// and `args`), and PostgreSQL's fields that quote them (a duplicate key's `detail`, a JSON error's `where`).
+// Where drivers keep a statement's values (`params`, `parameters`, `args`), and PostgreSQL's fields that quote them (`detail`, `where`).
 const VALUE_KEYS = new Set(['params', 'parameters', 'args', 'queryOptions', 'detail', 'where'])
 const MAX_CAUSES = 4
 
@@ -154,10 +138,7 @@ const messageWithoutValues = (error: Error) => 'severity' in error
   ? error.message.replace(/: "[\s\S]*"$/, ': "…"')
   : error.message.replace(/\nparams: [\s\S]*$/, '')
 
-/**
- * `error` as the log gets it: the statement's text and SQLSTATE, never the values bound to it (a password hash,
- * a token digest), in it or in its causes.
- */
+/** `error` for the log: statement text and SQLSTATE, never its bound values (a password hash), causes included. */
 export function withoutValues (error: unknown, depth = 0): unknown {
   if (!(error instanceof Error)) return error
   const copy = Object.create(Object.getPrototypeOf(error) as object) as Error & Record<string, unknown>
@@ -165,17 +146,12 @@ export function withoutValues (error: unknown, depth = 0): unknown {
   copy.message = messageWithoutValues(error)
   const frames = String(error.stack).split('\n').filter((line) => line.startsWith('    at '))
   copy.stack = [`${error.name}: ${copy.message}`, ...frames].join('\n')
-  // A few causes deep, as Drizzle and the drivers nest them: a chain that loops ends there.
   if (error.cause !== undefined && depth < MAX_CAUSES) copy.cause = withoutValues(error.cause, depth + 1)
   const state = depth === 0 ? sqlState(error) : undefined
   if (state !== undefined) copy.sqlState = state
   return copy
 }
 
-/**
- * Where a constraint's columns are in this request: the body's fields it names (or all of them, for a field left
- * out that must not be), else the body, else the request.
- */
 function constraintPaths (request: FastifyRequest, columns: string[], leftOut = false): string[] {
   const body = request.body
   if (body === undefined || body === null) return ['/request']
@@ -190,10 +166,7 @@ function constraintValidationProblem (request: FastifyRequest, paths: string[], 
   return { ...problem(422, ValidationFailed.code, errors.map(({ path }) => `${path} ${message}`).join('; ')), errors }
 }
 
-/**
- * A write a constraint refused: a duplicate key, or a row still referenced, is 409; a reference to no row, a CHECK or
- * a NOT NULL is the client's 422. Each names the constraint and its columns, never the values (PostgreSQL's `detail`).
- */
+/** A duplicate key or a row still referenced is 409; a reference to no row, a CHECK or a NOT NULL is 422. No values. */
 function constraintProblem (request: FastifyRequest, violation: ConstraintViolation, { columns, references }: ConstraintColumns) {
   const { kind, constraint, table = 'the table' } = violation
   if (kind === 'unique') {
@@ -213,7 +186,6 @@ function constraintProblem (request: FastifyRequest, violation: ConstraintViolat
   return constraintValidationProblem(request, constraintPaths(request, columns, true), `must have a value: the column is NOT NULL in ${table}`)
 }
 
-/** The problem of a refused write, its columns read from the catalogs of plinth's database, when there is one that answers. */
 async function constraintAnswer (request: FastifyRequest, violation: ConstraintViolation) {
   // Named, never valued: which constraint refuses writes is worth a line, even if it is the client's error.
   request.log.info({ constraint: violation.constraint, table: violation.table, kind: violation.kind }, 'a constraint refused the write')
@@ -228,7 +200,6 @@ export function sendProblem (reply: FastifyReply, body: Problem) {
   return reply.code(body.status).type('application/problem+json').send(body)
 }
 
-/** The 503 of a database that does not answer, when that is why `error` was thrown. */
 function databaseUnavailableIn (error: ProblemError, request: FastifyRequest): ProblemError | undefined {
   if (!isDatabaseUnavailable(error)) return undefined
   request.log.warn({ err: withoutValues(error) }, 'database unavailable')
@@ -242,21 +213,14 @@ export function problemErrorHandler (this: unknown, thrown: ProblemError, reques
   const violation = constraintViolation(error)
   if (violation !== undefined) return constraintAnswer(request, violation).then((body) => sendProblem(reply, body))
   const body = toProblem(error, request)
-  // A client error, or a coded server error passed through, may carry the headers that explain it (WWW-Authenticate, Retry-After).
   if (error.headers && (body.status < 500 || body.code === error.code)) reply.headers(error.headers)
   if (reply.getHeader('connection') === 'close' && !request.raw.complete) lingerClose(request.raw, reply)
   return sendProblem(reply, body)
 }
 
-/** How much of a refused body is read and dropped after the answer, and for how long, before the connection is cut. */
 export const LINGER = { bytes: 16 * 1024 * 1024, ms: 5000 }
 
-/**
- * nginx's lingering close, for a body refused before it was read (413, 415): Fastify asks for
- * `Connection: close`, and a socket closed while the client still writes makes its write fail
- * (EPIPE, a reset) before it reads the answer. The rest of the body is read and dropped instead,
- * up to LINGER; past the bound the connection is cut.
- */
+/** Lingering close for a body refused unread (413, 415): up to LINGER of it is dropped, so the client's write cannot fail before it reads. */
 function lingerClose (request: IncomingMessage, reply: FastifyReply) {
   const declared = Number(request.headers['content-length'])
   if (declared > LINGER.bytes) return
@@ -269,7 +233,6 @@ function lingerClose (request: IncomingMessage, reply: FastifyReply) {
     read += chunk.length
     if (read > LINGER.bytes) cut()
   })
-  // Once the whole body is in, the connection is as clean as after any answer: it is kept.
   request.once('end', () => clearTimeout(timer))
   request.once('close', () => clearTimeout(timer))
   request.resume()

@@ -26,10 +26,7 @@ export const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip
 /** One counter per route and client address: a route's trailing-slash alias counts with it. */
 const keyOf = (request: FastifyRequest) => `${canonicalUrl(request.routeOptions.url!)} ${clientAddress(request)}`
 
-/**
- * @fastify/rate-limit for this context's routes that ask for it (`limit()`), counted in the
- * database; 429 with Retry-After, and RateLimit-Limit, -Remaining and -Reset on every answer.
- */
+/** @fastify/rate-limit counted in the database, for routes that ask (`limit()`): 429 with Retry-After, RateLimit-* on every answer. */
 export async function registerRateLimits (app: App, counter: RateCounter) {
   await app.register(rateLimit, {
     global: false,
@@ -40,6 +37,5 @@ export async function registerRateLimits (app: App, counter: RateCounter) {
   })
 }
 
-/** The route config of a limit of `max` requests per address and window; no limit at 0. */
 export const limit = (max: number, windowSeconds: number): { rateLimit: RateLimitOptions | false } =>
   ({ rateLimit: max > 0 ? { max, timeWindow: windowSeconds * 1000 } : false })

@@ -5,7 +5,6 @@ import { readOptions } from '../http/options.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const corsProblems = defineProblems({ InvalidCorsOptions: { code: 'CORS_INVALID_OPTIONS', message: 'cors plugin: %s' } })
 export const { InvalidCorsOptions } = corsProblems
 

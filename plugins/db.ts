@@ -5,7 +5,6 @@ import { shown } from '../http/options.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const dbPluginProblems = defineProblems({ InvalidDbOptions: { code: 'DB_INVALID_OPTIONS', message: 'db plugin: %s' } })
 export const { InvalidDbOptions } = dbPluginProblems
 
@@ -25,7 +24,7 @@ export type DbOptions = ({
   client: DatabaseClient
 }) & {
   migrate?: boolean
-  /** Where plinth's time comes from (default: the system's); tests move it instead of waiting. */
+  /** Where plinth's time comes from; the system's by default. */
   clock?: Clock
 }
 

@@ -12,11 +12,9 @@ import { assertBeforeRoutes } from '../http/order.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const docsProblems = defineProblems({ InvalidDocsOptions: { code: 'DOCS_INVALID_OPTIONS', message: 'docs plugin: %s' } })
 export const { InvalidDocsOptions } = docsProblems
 
-/** An OpenAPI server: where clients, and Swagger UI's "Try it out", send their requests. */
 const ServerSchema = Type.Object({
   url: Type.String({ minLength: 1, errorMessage: 'must be a URL such as https://api.example.com or /api' }),
   description: Type.Optional(Type.String()),
@@ -38,7 +36,6 @@ export const DocsOptionsSchema = Type.Object({
 
 export type DocsOptions = Partial<typeof DocsOptionsSchema.static>
 
-/** Where Swagger UI and the OpenAPI document are served: the service's only HTML. */
 export const DOCS_PREFIX = '/docs'
 
 type ObjectSchema = { properties?: Record<string, { default?: unknown }>, required?: string[] }
@@ -53,12 +50,7 @@ function optionalDefaults (querystring: unknown) {
 
 type RouteSchema = { params?: unknown, consumes?: string[], response?: Record<string, unknown> }
 
-/**
- * The statuses any route may answer beside its own: a URL or body that does not parse, a path
- * parameter too long, a body too large or of a type it does not take (any method but GET and
- * HEAD is sent one, with a schema for it or not); an unexpected error; the database down, the
- * server closing or shedding load.
- */
+/** The statuses any route may answer beside its own: unparsable, too long or too large, an unsupported type, a 500, a 503. */
 function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, method: string) {
   // The token endpoints answer a body of another type with an OAuth invalid_request (400).
   const takesBody = method !== 'GET' && method !== 'HEAD'
@@ -67,8 +59,7 @@ function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, m
   return { ...response, ...problemResponses(...missing) }
 }
 
-// The security schemes declared so far, per document: a guarded catalog route may come before the
-// accounts plugin that declares the login scheme, and the document is only built once all are in.
+// Security schemes declared so far, per document: a guarded route may precede the accounts plugin that declares the login scheme.
 const schemesOf = new WeakMap<object, SecuritySchemes>()
 
 /** Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use. */
@@ -94,10 +85,7 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
   })
 }
 
-/**
- * Swagger UI's files keep their names from one version to the next, so they are cached for a week,
- * not for ever; their ETag then revalidates them.
- */
+/** Swagger UI's files keep their names across versions: cached for a week, not forever, then revalidated by ETag. */
 const cachedForAWeek: onSendHookHandler = function cachedForAWeek (_request, reply, payload, done) {
   if (reply.statusCode === 200) reply.header('cache-control', `public, max-age=${7 * 24 * 3600}`)
   done(null, payload)

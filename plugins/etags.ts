@@ -7,7 +7,6 @@ import { readOptions } from '../http/options.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const etagsProblems = defineProblems({ InvalidEtagsOptions: { code: 'ETAGS_INVALID_OPTIONS', message: 'etags plugin: %s' } })
 export const { InvalidEtagsOptions } = etagsProblems
 

@@ -8,11 +8,9 @@ import { canonicalUrl } from '../http/trailing-slash.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const metricsProblems = defineProblems({ InvalidMetricsOptions: { code: 'METRICS_INVALID_OPTIONS', message: 'metricsPlugin: %s' } })
 export const { InvalidMetricsOptions } = metricsProblems
 
-/** What the profiles count beside the requests themselves. */
 export type PlinthEvent = 'login_failure' | 'refresh_reuse' | 'session_ended' | 'mail_sent' | 'mail_failed'
 
 export interface PlinthMetrics {
@@ -45,16 +43,13 @@ const EVENTS: Record<PlinthEvent, [name: string, help: string]> = {
   mail_failed: ['plinth_mails_failed_total', 'Account mails the mail server refused or did not take in time']
 }
 
-// Seconds, from a cached read to a login's password hash under load.
+// Seconds.
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other']
 
 interface Series { labels: Record<string, string>, buckets: number[], sum: number, count: number }
 
-/**
- * The request histogram, as a metric prom-client serializes and sums across workers (the shape of
- * its Histogram's `get()`): observing costs two map lookups where prom-client hashes the labels.
- */
+/** The request histogram in the shape of prom-client's Histogram `get()`, so it serializes and sums across workers. */
 class RequestDurations {
   readonly name = 'http_request_duration_seconds'
   readonly help = 'Time to answer a request, by method, route template and status class'
@@ -107,11 +102,7 @@ function readMetricsOptions (opts: MetricsOptions): Required<MetricsOptions> {
   return { registry, processMetrics }
 }
 
-/**
- * Prometheus metrics of the app: request durations by route template and status class, the
- * database's queries running and waiting, the events the profiles count, and process metrics.
- * Register it after plinth's db plugin and before the profiles.
- */
+/** Prometheus metrics of requests, database queries, profile events and the process; register after db, before the profiles. */
 async function metricsPlugin (app: App, opts: MetricsOptions) {
   const { registry, processMetrics } = readMetricsOptions(opts)
   const registers = [registry]

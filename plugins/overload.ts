@@ -34,7 +34,6 @@ export const OverloadOptionsSchema = Type.Object({
   maxDbWaiting: Limit(200, 'queries'),
   /** Password hashes and verifies refused at once while this many wait for a CPU. */
   maxHashWaiting: Limit(64, 'hashes'),
-  /** The Retry-After of every shed request. */
   retryAfterSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 2, errorMessage: 'must be an integer from 1 to 86400' }),
   /** How often the event-loop delay is sampled: a shorter interval reacts, and recovers, sooner. */
   sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60000, default: 500, errorMessage: 'must be an integer from 10 to 60000' }),
@@ -56,7 +55,6 @@ export interface OverloadState {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Set by overloadPlugin. */
     plinthOverload: OverloadState
   }
 }
@@ -67,11 +65,7 @@ export const neverShed = { pressureHandler: () => undefined }
 const expectsBody = (headers: IncomingHttpHeaders) =>
   headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')
 
-/**
- * The body of `request` as the stream Fastify's parsers read, failing with a 408 if it has not
- * all arrived within `ms`. It reads the request only once it is itself read, so a parser that
- * reads the raw request instead still gets every byte.
- */
+/** `request`'s body as Fastify's parsers read it, a 408 unless whole within `ms`; read lazily, so a raw parser gets every byte. */
 function timedBody (request: FastifyRequest, reply: FastifyReply, ms: number): Readable {
   const raw = request.raw
   let reading = false
@@ -90,7 +84,6 @@ function timedBody (request: FastifyRequest, reply: FastifyReply, ms: number): R
   // A parser of the raw request leaves this stream unread: its timeout must not go unheard and throw.
   body.on('error', () => {})
   const timer = setTimeout(() => {
-    // Waiting longer for the rest would only hold the connection: it closes after the answer.
     reply.raw.shouldKeepAlive = false
     body.destroy(new BodyTimeout(ms / 1000))
   }, ms)
@@ -104,7 +97,6 @@ function timedBody (request: FastifyRequest, reply: FastifyReply, ms: number): R
 function capConnections (server: Server, max: number) {
   const open = new Map<string, number>()
   server.on('connection', (socket: Socket) => {
-    // A socket just accepted knows its peer.
     const address = normalizeIP(socket.remoteAddress as string)
     const count = open.get(address) ?? 0
     if (count >= max) {
@@ -120,15 +112,7 @@ function capConnections (server: Server, max: number) {
   })
 }
 
-/**
- * Graceful overload: past a threshold, requests are answered 503 with Retry-After and the problem
- * document at once instead of queueing without bound. The event-loop delay is checked before
- * routing (@fastify/under-pressure), the requests in progress once their body is in; the
- * database's and the password hashes' queues refuse the task that would wait beyond their bound.
- * Slow clients are bounded too: a body has a time to arrive, a client address a number of
- * connections. Register it after plinth's db plugin and before the profiles.
- * @see https://github.com/fastify/under-pressure
- */
+/** Graceful overload: a 503 with Retry-After past a threshold, not an unbounded queue. @see https://github.com/fastify/under-pressure */
 async function overloadPlugin (app: App, opts: OverloadOptions) {
   assertBeforeRoutes(app, 'plinth-overload', 'its hook must run for their routes, and the accounts profile reads its hash bound when registered')
   const options = readOptions(OverloadOptionsSchema, opts, InvalidOverloadOptions)
@@ -167,8 +151,7 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
     // Counted once the body is in: a client that trickles its body holds a connection, never a place.
     app.addHook('preValidation', function shedPastInFlight (request, reply, done) {
       if (inFlight >= maxInFlight && (request.routeOptions.config as { pressureHandler?: unknown }).pressureHandler !== neverShed.pressureHandler) {
-        // Written straight out, with the headers set so far (security, CORS): a refusal that cost
-        // as much as a cheap read would spare nothing.
+        // Written straight out with the headers set so far (security, CORS): a refusal must stay cheap.
         reply.hijack()
         reply.raw.writeHead(503, { ...reply.getHeaders(), ...refusedHeaders } as OutgoingHttpHeaders).end(refusedBody)
         app.plinthMetrics?.shed('in_flight')
@@ -192,7 +175,6 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
   await app.register(underPressure, {
     maxEventLoopDelay: options.maxEventLoopDelayMs,
     sampleInterval: options.sampleIntervalMs,
-    // A rejection is passed on as the request's error, so the route's error handler answers it.
     pressureHandler: () => settled ? Promise.reject(refusals.event_loop) : undefined
   })
 }

@@ -8,7 +8,6 @@ import { trailingSlashAliases } from '../http/trailing-slash.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
-/** Every code this plugin throws. */
 export const wellKnownProblems = defineProblems({ InvalidWellKnownOptions: { code: 'WELL_KNOWN_INVALID_OPTIONS', message: 'well-known plugin: %s' } })
 export const { InvalidWellKnownOptions } = wellKnownProblems
 
@@ -34,8 +33,7 @@ async function wellKnown (app: App, opts: WellKnownOptions) {
   const jwks = app.plinthTokens.jwks
   documentRoutes(app)
   trailingSlashAliases(app)
-  // Without PUBLIC_URL the issuer follows the Host header, which a client may set: fine for
-  // discovery behind a proxy that fixes Host, not for anything that pins the issuer.
+  // Without PUBLIC_URL the issuer follows the client-settable Host: fine behind a proxy that fixes Host, not for pinning the issuer.
   const origin = (request: FastifyRequest) => publicUrl ?? `${request.protocol}://${request.host}`
   const metadataCache = publicUrl === undefined ? UNCACHED : CACHE
 

@@ -66,10 +66,7 @@ export function problemResponses (...statuses: Array<number | ProblemExample>) {
 
 const sample = ([, code, detail]: ProblemSample): [code: string, detail: string] => [code, detail]
 
-/**
- * The example of each status, from the registries. The auth and accounts codes are written out, as schemas/ cannot
- * import plugins/ or routes/; test/http/error-codes.test.ts holds them to those modules' registries.
- */
+/** Each status's example; auth and accounts codes are written out (schemas/ cannot import them), held to their registries by a test. */
 const EXAMPLES: Record<number, [code: string, detail: string]> = {
   400: sample(http.MalformedBody.example('Body is not valid JSON: Unexpected end of JSON input')),
   401: ['AUTH_NOT_AUTHENTICATED', 'Not authenticated: send an access token as "Authorization: Bearer <token>"'],
@@ -86,7 +83,6 @@ const EXAMPLES: Record<number, [code: string, detail: string]> = {
   503: sample(http.DatabaseUnavailable.example())
 }
 
-/** The response descriptions of the document: what each status means in this API. */
 const WHEN: Record<number, string> = {
   400: 'The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode',
   401: 'No valid token: missing, malformed, expired, revoked or of the wrong type (or wrong credentials at login)',

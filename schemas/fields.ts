@@ -3,7 +3,6 @@ import { IDENTIFIER_PATTERN, Id, PG_INT_MAX, PG_INT_MIN, TEXT_PATTERN, Timestamp
 import { FieldError } from './errors.js'
 import { MAX_OBJECT_DEPTH } from './storable.js'
 
-/** How a field is stored: the PostgreSQL type of its column. */
 export type FieldKind = 'text' | 'integer' | 'number' | 'boolean' | 'timestamp' | 'date' | 'text[]' | 'jsonb'
 
 export interface Field {
@@ -15,7 +14,6 @@ export interface Field {
   /** May be left out of a create body: it then takes `default`, or stays unset (NULL). */
   optional: boolean
   default?: unknown
-  /** The allowed strings of an enum field. */
   enum?: string[]
 }
 
@@ -45,7 +43,6 @@ export const SUPPORTED_FIELDS = 'a string (minLength, maxLength, pattern, format
 
 const plain = (schema: unknown): JsonSchema => JSON.parse(JSON.stringify(schema)) as JsonSchema
 
-/** `anyOf: [..., null]` or `type: [t, 'null']`: the value schema and whether null is allowed. */
 function withoutNull (schema: JsonSchema): { value: JsonSchema, nullable: boolean } {
   const isNull = (branch: JsonSchema) => branch.type === 'null'
   if (Array.isArray(schema.anyOf) && (schema.anyOf as JsonSchema[]).some(isNull)) {
@@ -152,7 +149,6 @@ export function readFields (fields: TObject | JsonSchema): Field[] {
   })
 }
 
-/** The value schema, with `null` allowed when the field is nullable. */
 export function fieldSchema (field: Field): JsonSchema {
   if (!field.nullable) return field.value
   const { type, enum: values } = field.value
@@ -161,10 +157,7 @@ export function fieldSchema (field: Field): JsonSchema {
 
 const unsafe = (schema: JsonSchema) => Type.Unsafe(schema)
 
-/**
- * A field's schema in a body: an object is also bounded to what jsonb stores, and in depth, so one client's value
- * cannot fail the batch it shares with others. Added here, not kept in `value`: stored definitions predate it.
- */
+/** A field's body schema: objects bounded to what jsonb stores, so one value cannot fail its batch (not in `value`: stored definitions predate it). */
 export function bodyFieldSchema (field: Field): JsonSchema {
   const schema = fieldSchema(field)
   return field.kind === 'jsonb' ? { ...schema, 'x-jsonb': { maxDepth: MAX_OBJECT_DEPTH } } : schema

@@ -18,9 +18,7 @@ export interface PlinthAccount extends Versioned<UserRow> {}
 export interface PlinthGuards {
   /** A valid access token of an existing, active user; sets `request.account`. */
   authenticate: Guard
-  /** `authenticate`, then the user must be a superuser. */
   requireSuperuser: Guard
-  /** `authenticate`, then the user's email must be verified. */
   requireVerified: Guard
   /** `authenticate`, then every scope must be in the token and on the user's record. */
   requireScopes (...scopes: string[]): Guard
@@ -33,19 +31,15 @@ declare module 'fastify' {
   interface FastifyInstance {
     plinthTokens: Tokens
     plinthGuards: PlinthGuards
-    /** Alias of `plinthGuards.authenticate`, unless the host decorated its own. */
+    // Aliases of plinthGuards' members, unless the host decorated its own.
     authenticate: Guard
-    /** Alias of `plinthGuards.requireSuperuser`, unless the host decorated its own. */
     requireSuperuser: Guard
-    /** Alias of `plinthGuards.requireVerified`, unless the host decorated its own. */
     requireVerified: Guard
-    /** Alias of `plinthGuards.requireScopes`, unless the host decorated its own. */
     requireScopes (...scopes: string[]): Guard
   }
   interface FastifyRequest {
     /** The account behind the verified access token, loaded fresh on every request. */
     account: PlinthAccount
-    /** The claims of the verified access token. */
     tokenClaims: TokenClaims | null
   }
 }
@@ -71,11 +65,7 @@ function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
   }
 }
 
-/**
- * JWT access tokens (HS256, EdDSA or ES256) and the guards, on the root instance so any plugin, a
- * host app's included, can protect its routes with them.
- * @see https://www.rfc-editor.org/rfc/rfc6750
- */
+/** JWT access tokens and the guards, on the root instance so any plugin can use them. @see https://www.rfc-editor.org/rfc/rfc6750 */
 async function authPlugin (app: App, opts: AuthOptions) {
   const { algorithm, secret, privateKey, keyId, previousKeys, issuer, audience, sessionCheck, accessTokenMinutes, refreshTokenDays } = resolveAuthOptions(opts)
   if (algorithm === 'HS256' && secret === undefined) app.log.warn(SECRET_WARNING)

@@ -12,7 +12,6 @@ const CURVES: Record<Exclude<Algorithm, 'HS256'>, { type: string, curve?: string
   ES256: { type: 'ec', curve: 'prime256v1', describe: 'an EC key on P-256' }
 }
 
-/** A key that verifies tokens: the signing key's public half, or a previous key's. */
 export interface VerifyingKey {
   kid: string
   pem: string

@@ -8,8 +8,7 @@ import { createGate, type QueueBound, type Reservation, type Share } from '../..
 export const PARAMS = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 }
 const ENCODED = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 
-// One hash or verify per CPU at a time: memory-hard work in parallel on one core only thrashes
-// its caches, and a queue of logins must not fill libuv's pool, which file and DNS work share.
+// One hash at a time per CPU: parallel memory-hard work on a core thrashes its caches, and logins must not fill libuv's shared pool.
 const inSlot = createGate(availableParallelism())
 
 /** Where a hash or verify waits: within `queue`'s bound and the requester's `share` of it; dropped if `signal` aborts first. */
@@ -19,20 +18,14 @@ export interface HashOptions {
   signal?: AbortSignal
 }
 
-/**
- * Hashes `password`; with a queue, refused at once when that many hashes wait already, or when its
- * requester holds its `share` of them. With a signal, dropped from the queue if it aborts first (its client has gone).
- */
+/** Hashes `password`; with a queue, refused when it is full or the requester holds its `share`, dropped if `signal` aborts first. */
 export const hashPassword = (password: string, { queue, signal, share }: HashOptions = {}) =>
   inSlot(() => hash(password, PARAMS), queue, signal, share)
 
 /** A place in the hash queue for a verify to come, taken before work that must not be undone (counting a login attempt). */
 export const reserveVerify = ({ queue, share }: Omit<HashOptions, 'signal'> = {}): Reservation => inSlot.reserve(queue, share)
 
-/**
- * False for a wrong password and for a hash that cannot be read: never throws on bad input. With a
- * queue it may be refused when the queue is full; with a reservation it runs in that place.
- */
+/** False for a wrong password or an unreadable hash, never throws; with a queue it may be refused when it is full. */
 export async function verifyPassword (
   hashed: string, password: string, { queue, reservation, signal }: Omit<HashOptions, 'share'> & { reservation?: Reservation } = {}
 ): Promise<boolean> {
@@ -40,10 +33,7 @@ export async function verifyPassword (
   return reservation ? reservation.run(check, signal) : inSlot(check, queue, signal)
 }
 
-/**
- * Aborted, with the queue's refusal as its reason, when the request's connection closes before
- * `release` is called: work queued for a client that has gone is dropped instead of done.
- */
+/** Aborted with the queue's refusal when the connection closes before `release`: work for a client that has gone is dropped. */
 export function whileConnected (socket: EventEmitter, bound: QueueBound): { signal: AbortSignal, release: () => void } {
   const controller = new AbortController()
   const gone = () => { controller.abort(bound.refuse()) }

@@ -7,7 +7,6 @@ import type { SigningKeys } from './keys.js'
 
 export type TokenType = 'access' | 'refresh'
 
-/** The claims of every token this service signs. */
 export interface TokenClaims {
   sub: string
   scopes: string[]
@@ -35,7 +34,6 @@ export interface IssuedPair {
   expires_in: number
   /** The access token's scopes, space-separated (RFC 6749 section 5.1); absent when it has none. */
   scope?: string
-  /** What the server must remember about the refresh token. */
   refresh: { jti: string, expires_at: Date }
 }
 
@@ -54,7 +52,6 @@ export interface TokenSettings {
   refreshSeconds: number
   issuer?: string
   audience?: string
-  /** The time tokens are issued at and judged by. */
   clock?: Clock
 }
 
@@ -87,7 +84,6 @@ function payloadOf (token: string): { exp?: unknown } {
   }
 }
 
-/** Seconds since the epoch on `clock`, as `iat` and `exp` count them. */
 const secondsOf = (clock: Clock) => Math.floor(clock().getTime() / 1000)
 
 export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds, issuer, audience, clock = systemClock }: TokenSettings) {
@@ -102,14 +98,12 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     ...(audience ? { allowedAud: audience } : {}),
     requiredClaims: Object.keys(claimed)
   }
-  // A signature check costs an HMAC, or an Ed25519 or P-256 verify some twenty times dearer: a client
-  // sends its access token again and again, so the asymmetric verifiers remember the tokens they passed.
+  // An asymmetric verify costs far more than an HMAC and clients resend their tokens: those verifiers remember them.
   const verifiers = keys.algorithm === 'HS256'
     ? new Map([[undefined as string | undefined, createVerifier({ key: keys.signing, ...checks })]])
     : new Map([...keys.verifying.values()].map(({ kid, pem }) =>
       [kid as string | undefined, createVerifier({ key: pem, cache: VERIFIED_TOKENS, ...checks })]))
 
-  // `iat` and `exp` go in the payload, as the claims the tokens are read by.
   const sign = (subject: TokenSubject, type: TokenType, iat: number, exp: number, jti: string = randomUUID()) =>
     signer({
       sub: String(subject.id),

@@ -47,7 +47,6 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     }
   }
 
-  /** The claims of a token of this server of that type, or undefined for anything else. */
   function claimsOf (token: string, type: 'access' | 'refresh'): TokenClaims | undefined {
     try {
       return app.plinthTokens.verify(token, type)
@@ -59,11 +58,9 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   const refreshClaims = (token: string) => claimsOf(token, 'refresh')
   const accessClaims = (token: string) => claimsOf(token, 'access')
 
-  /** A replay detected is logged for the account's owner. */
   const logReplay = (request: FastifyRequest, userId: number) =>
     request.log.warn({ userId }, 'a revoked refresh token was presented again: every token of its login is revoked')
 
-  /** The 401 for a token that cannot be used. */
   function refused (request: FastifyRequest, refusal: Refusal, userId: number) {
     if (refusal === 'invalid') return new InvalidRefreshToken('it was already used, revoked, or is unknown')
     if (refusal === 'recent') return new InvalidRefreshToken('another request rotated it a moment ago; use the pair that request received')
@@ -98,8 +95,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     if (body.password === undefined) throw new InvalidRequest('password is required for the password grant')
     const email = body.username.toLowerCase()
     const requested = requestedScopes(body.scope)
-    // With the limit on, counting the attempt also reads the account, and opening the session
-    // also forgets the count (db/sessions.ts says why).
+    // With the limit on, counting the attempt also reads the account, and opening the session forgets the count.
     const { user, valid, counted } = await checkPassword(ctx, request, email, body.password)
     if (!user || !valid) {
       ctx.count('login_failure')
@@ -126,11 +122,8 @@ export function authRoutes (app: App, ctx: AccountsContext) {
     return pair
   }
 
-  /**
-   * `requested` must be within the account's scopes and the login's narrowing, or it is
-   * invalid_scope and the token stays unspent. A token that cannot be rotated is refused as such
-   * by the rotation, whatever it asks for, so a replay still ends its family.
-   */
+  /** `requested` beyond the account's scopes or the login's narrowing is invalid_scope, the token unspent; a token that
+   * cannot be rotated is refused by the rotation whatever it asks, so a replay still ends its family. */
   async function checkRequested (claims: TokenClaims, userId: number, requested: string[]) {
     const current = await sessions.scopesIfRotatable(claims.jti, userId)
     if (current === null) return
@@ -235,8 +228,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
   }, async function revoke (request, reply) {
     checkClient(request, request.body)
     if (request.body.token === undefined) throw new InvalidRequest('token is required')
-    // RFC 7009 section 2.2: 200 whatever the token, so the answer tells nothing about it. Whatever
-    // the hint says, a token of ours ends its session: an access token's sid, a refresh token's family.
+    // RFC 7009 section 2.2: 200 whatever the token; whatever the hint, a token of ours ends its session (access sid or refresh family).
     const access = accessClaims(request.body.token)
     if (access?.sid) await sessions.end(access.sid, subjectId(access))
     const claims = refreshClaims(request.body.token)

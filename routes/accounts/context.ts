@@ -10,7 +10,6 @@ import type { AccountMail } from '../../mail/account-mail.js'
 import type { AccountsOptionsSchema } from './options.js'
 import type { accountsSchemas } from './schemas.js'
 
-/** What the accounts route modules share: repositories and resolved options. */
 export interface AccountsContext {
   users: UserRepository
   sessions: SessionRepository
@@ -26,9 +25,7 @@ export interface AccountsContext {
   maxLimit: number
   requireVerified: boolean
   requireIfMatch: boolean
-  /** The route hooks of Idempotency-Key, on the routes that create an account. */
   idempotent: ReturnType<typeof idempotentCreates>
-  /** Counts an event on the app's metrics, if it has them. */
   count: PlinthMetrics['count']
   /** overloadPlugin's bound on the password-hash queue, if it is registered with one. */
   passwordQueue?: QueueBound

@@ -16,11 +16,7 @@ async function refuseForms (request: FastifyRequest) {
   if (consumes === undefined && body !== undefined) throw new FormNotTaken(type)
 }
 
-/**
- * Forms for the OAuth endpoints only (RFC 6749 and 7009 ask for them): the parser, or a host's own
- * (a second one would fail the boot), and a 415 for a form on every other route of the plugin,
- * whichever parser the host has.
- */
+/** Forms for the OAuth endpoints only: the parser (or the host's own; a second fails the boot), and 415 for a form on the other routes. */
 export async function formsForOAuthOnly (app: App) {
   if (!app.hasContentTypeParser(URLENCODED)) await app.register(formbody)
   app.addHook('onRequest', refuseForms)

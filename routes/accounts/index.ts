@@ -31,12 +31,7 @@ import { idempotentCreates } from '../../http/idempotency.js'
 
 export const NO_MAIL_WARNING = 'no mail server (SMTP_URL, or the sendMail option): account mails are written to the log instead of sent'
 
-/**
- * Profile A: accounts and sessions. Registration, password login, single-use rotating refresh
- * tokens tracked in the database, logout, sessions a user can list and end, password recovery
- * and email verification by mailed links, the current user and superuser administration.
- * Needs plinth's `db` and `auth` plugins, registered before it.
- */
+/** Accounts and sessions: registration, login, refresh, logout, sessions, recovery and verification by mail, administration. After `db` and `auth`. */
 const accounts: FastifyPluginAsyncTypebox<AccountsOptions> = async (app, opts) => {
   const options = resolveAccountsOptions(opts)
   const { db } = app.plinthDb

@@ -34,7 +34,6 @@ export function noStore (reply: FastifyReply) {
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
 }
 
-/** A token endpoint error response as oauthErrorHandler sends it: application/json, RFC 6749's members and the problem's. */
 export function oauthErrorResponse (description: string, [error, code, detail]: [string, string, string]) {
   const status = error === 'invalid_client' ? 401 : 400
   return {
@@ -77,7 +76,6 @@ export function checkClient (request: FastifyRequest, body: { client_id?: string
 // RFC 6749 section 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
-/** The scopes a request names, or undefined when it names none. */
 export function requestedScopes (scope: string | undefined): string[] | undefined {
   if (scope === undefined) return undefined
   const scopes = [...new Set(scope.split(' ').filter((item) => item !== ''))]

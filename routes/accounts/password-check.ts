@@ -10,10 +10,7 @@ import { clientAddress } from '../../http/rate-limits.js'
 // A requester's own hashes go by at argon2 speed: a second is long enough for one of them to finish.
 const SHARE_RETRY_AFTER_SECONDS = 1
 
-/**
- * The claim on the hash queue of this request's client address and, when given, of the account of
- * `email`: from half the queue on, one that holds its share waits no more (429 for itself).
- */
+/** The hash-queue claim of the client address and, given `email`, of its account: from half the queue on, one at its share gets 429. */
 export function hashShare (ctx: AccountsContext, request: FastifyRequest, email?: string): Share | undefined {
   if (ctx.maxHashWaitingPerClient === 0) return undefined
   const address = `address ${clientAddress(request)}`
@@ -43,12 +40,7 @@ export interface PasswordCheck {
   counted?: Attempter
 }
 
-/**
- * Whether `password` is the one of the account of `email` (`account`, or read with the count): the
- * check of every route that takes a password. With the failure limit on, the attempt is counted per
- * email and client (an IPv6 client by its /64) first, and past the limit refused with 429; the
- * verify waits in the hash queue within this account's and address's share.
- */
+/** Every password route's check; with the failure limit on, counted per email and client first (429 past it), the verify within their share. */
 export async function checkPassword (ctx: AccountsContext, request: FastifyRequest, email: string, password: string, account?: UserRow): Promise<PasswordCheck> {
   const counted = ctx.loginMaxFailures > 0 ? { email, address: clientAddress(request) } : undefined
   // The verify's place is taken before the attempt is counted: a counted attempt is never shed for a full queue.

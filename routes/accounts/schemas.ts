@@ -17,12 +17,10 @@ export const passwordChecked: ProblemExample = [...accountProblems.TooManyFailur
   'Too many requests from this address (RATE_LIMITED), failed password checks of this account from it (AUTH_TOO_MANY_FAILURES), ' +
   'or password hashes of either waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds']
 
-/** What the shared parts depend on in the accounts options. */
 export function accountsSchemas ({ rateLimits }: {
   rateLimits: Record<'register' | 'token' | 'refresh' | 'revoke' | 'passwordReset' | 'verify' | 'passwordCheck', number>
 }) {
   return {
-    /** A route with a rate limit may answer 429. */
     limited: (route: keyof typeof rateLimits, path: string): ProblemExample[] => rateLimits[route] > 0
       ? [httpProblems.RateLimited.example(`/api/v1/auth/${path}`, 42)]
       : []

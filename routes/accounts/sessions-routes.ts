@@ -21,7 +21,6 @@ export function sessionsRoutes (app: App, ctx: AccountsContext) {
   const sessionsQuery = () =>
     Type.Object(pageQuery({ defaultLimit: ctx.defaultLimit, maxLimit: ctx.maxLimit, offset: 'Sessions to skip, newest first' }), { additionalProperties: false })
 
-  /** The session of the request's access token. */
   function currentSession (request: FastifyRequest): string {
     const sid = request.tokenClaims?.sid
     if (sid === undefined) throw invalidToken('the token names no session; log in again')

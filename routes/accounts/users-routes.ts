@@ -34,11 +34,8 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
   const checksPassword = ctx.rateLimits.passwordCheck > 0 || ctx.loginMaxFailures > 0 || ctx.maxHashWaitingPerClient > 0 ? [passwordChecked] : []
   const etags = rowEtags(app, 'users')
 
-  /**
-   * Applies a change to `current`, never demoting or deactivating the last active superuser. A new
-   * password or a deactivation ends every session; a new email, which only a superuser sets here, is
-   * unverified (unless the change says otherwise) and gets a link to verify it.
-   */
+  /** Applies a change to `current`, never demoting or deactivating the last active superuser. A new password or a
+   * deactivation ends every session; a new email, set here only by a superuser, is unverified and gets a link. */
   async function change (request: FastifyRequest, reply: FastifyReply, current: Versioned<UserRow>, values: Change) {
     const { password, ...rest } = values
     const moved = rest.email !== undefined && rest.email.toLowerCase() !== current.email
@@ -67,15 +64,11 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     return toPublic(updated)
   }
 
-  /** What makes a write to the account `id` conditional on If-Match; `current` is its last read, if any. */
   const conditions = (id: number, current?: Versioned<UserRow>) => ({
     etags, requireIfMatch: ctx.requireIfMatch, id, what: `user ${id}`, current, exists: () => users.get(id), missing: () => new UserNotFound(id)
   })
 
-  /**
-   * Asks to move the current user to `address`: a link to confirm it is mailed there, a notice to the
-   * current email. Until the link is followed the email stays; a new password, if any, is set now.
-   */
+  /** Mails a link to move the user to `address` and a notice to the current address, which stays until the link is followed. */
   async function askEmailChange (request: FastifyRequest, reply: FastifyReply, address: string, password?: string) {
     const { account } = request
     ifMatchVersions(request, conditions(account.id, account))

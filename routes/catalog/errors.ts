@@ -1,7 +1,6 @@
 import { defineProblems } from '../../http/problem-error.js'
 import { inputError } from '../../http/problems.js'
 
-/** Every code the catalog throws. */
 export const catalogProblems = defineProblems({
   ItemNotFound: { status: 404, code: 'CATALOG_ITEM_NOT_FOUND', message: 'item %s not found' },
   InvalidCatalogOptions: { code: 'CATALOG_INVALID_OPTIONS', message: 'catalog plugin: %s' },

@@ -16,14 +16,13 @@ import { ItemNotFound, invalidInput } from './errors.js'
 import { resolveCatalogOptions, type CatalogOptions } from './options.js'
 import { catalogSchemas } from './schemas.js'
 
-/** Profile B, the item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
+/** The item catalog: `/items` with offset or keyset pages, name search and partial update, after the db plugin. */
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
   const { defaultLimit, maxLimit, requireIfMatch, etags, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
   jsonBodiesOnly(app)
   const itemEtags = etags ? rowEtags(app, 'items') : undefined
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards, etags)
-  // Without ETags, If-Match is not read: every write is unconditional.
   const conditions = (id: number) => ({
     etags: itemEtags, requireIfMatch, id, what: `item ${id}`, exists: () => items.get(id), missing: () => new ItemNotFound(id)
   })

@@ -13,7 +13,6 @@ export const CatalogOptionsSchema = Type.Object({
   ...IdempotencyOptions
 })
 
-/** DEFAULT_PAGE_LIMIT and MAX_PAGE_LIMIT in the server: a page of 20 unless asked, at most 100. */
 export type CatalogOptions = Partial<Static<typeof CatalogOptionsSchema>> & {
   /** An onRequest hook on every route, e.g. `app.authenticate`. */
   guard?: Guard

@@ -31,17 +31,12 @@ declare module 'fastify' {
   }
 }
 
-/** The table a resource's routes read and write. */
 function tableOf ({ table, owner, ...opts }: ResolvedResourceOptions): ResourceTable {
   const { fields, preset } = presetOf(opts.fields)
   return buildResourceTable(table, fields, { owner, timestamps: preset.timestamps }) as unknown as ResourceTable
 }
 
-/**
- * The Drizzle table of the resource `name` registered on `app`, for host code that queries its
- * rows without SQL: `db.select().from(resourceTable<typeof Task>(app, 'tasks'))`. The fields'
- * TypeBox type, or their names (`resourceTable<'title' | 'due'>`), when given, name the columns.
- */
+/** The Drizzle table of resource `name`, for host queries: `db.select().from(resourceTable<typeof Task>(app, 'tasks'))`. */
 export function resourceTable<Fields extends TObject | string | undefined = undefined> (app: FastifyInstance, name: string): ResourceTable<ColumnsOf<Fields>> {
   const table = app.hasDecorator('plinthResources') ? app.plinthResources.get(name) : undefined
   if (table === undefined) throw new ResourceNotRegistered(name, name)

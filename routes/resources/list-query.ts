@@ -79,7 +79,6 @@ function filteredQuery ({ defaultLimit, maxLimit }: PageLimits, columns: Column[
 
 const plural = (noun: string) => `${noun[0]!.toUpperCase()}${noun.slice(1)}s`
 
-/** The list route's summary, description and query, by the preset's list shape. */
 export function listOperation (name: string, preset: ResourcePreset, limits: PageLimits, columns: Column[], fields: Field[]) {
   const { defaultLimit, maxLimit } = limits
   if (preset.list === 'pages') {
@@ -100,7 +99,6 @@ export function listOperation (name: string, preset: ResourcePreset, limits: Pag
 
 const PARAMETER = /^([a-z][a-z0-9_]*)(?:\[([a-z_]+)\])?$/
 
-/** Every filter a list query may carry, by its parameter name. */
 export function filterParameters (columns: Column[]): Map<string, { column: string, op: FilterOp }> {
   const parameters = new Map<string, { column: string, op: FilterOp }>()
   for (const column of columns) {
@@ -109,10 +107,7 @@ export function filterParameters (columns: Column[]): Map<string, { column: stri
   return parameters
 }
 
-/**
- * A preValidation hook: a parameter that is neither a list parameter nor a filter is a 422 naming
- * it (the schema would drop it silently), and `in` lists are split at commas for their schema.
- */
+/** preValidation: an unknown parameter is a 422 naming it (the schema would drop it silently); `in` lists are split at commas. */
 export function checkListQuery (columns: Column[]) {
   const filters = filterParameters(columns)
   const byName = new Map(columns.map((column) => [column.name, column]))
@@ -135,7 +130,6 @@ function unknownFilter (key: string, columns: Map<string, Column>): string {
     (op === undefined ? '' : `, not ${op}`)
 }
 
-/** The filters of a validated query: every parameter that names a filter. */
 export function filtersOf (query: Record<string, unknown>, parameters: Map<string, { column: string, op: FilterOp }>): Filter[] {
   const filters: Filter[] = []
   for (const [key, value] of Object.entries(query)) {

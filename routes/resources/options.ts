@@ -31,7 +31,6 @@ export const ResourceOptionsSchema = Type.Object({
     additionalProperties: false, errorMessage: 'must be an object such as { delete: false }'
   })),
   ...PageLimitOptions(1000),
-  /** Create the table at boot when it is missing. */
   createTable: Type.Boolean({ default: true, errorMessage: 'must be true or false' }),
   /** With fields: each row belongs to the user who created it, and only that user (or a superuser) sees it. */
   owner: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
@@ -71,7 +70,6 @@ function refusal (schema: JsonSchema, value: unknown): { at: string, message: st
   return { at: error.instancePath, message: format ?? error.message }
 }
 
-/** The defaults an object's properties give, by their place in its value, as a body fills them in. */
 function * propertyDefaults (schema: JsonSchema, at: string): Generator<[at: string, schema: JsonSchema, value: unknown]> {
   for (const [key, property] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) {
     const place = `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`

@@ -4,7 +4,6 @@ import { RecordCreateSchema, recordSchema } from '../../schemas/record.js'
 
 /** What tells one kind of resource from another, as data: every resource goes through the same routes, schemas and table code. */
 export interface ResourcePreset {
-  /** `created_at` and `updated_at` beside `id`. */
   timestamps: boolean
   /** The table's definition is stored, so its fields may change between boots; else the table is checked by its columns. */
   tracked: boolean
@@ -17,11 +16,9 @@ export interface ResourcePreset {
   into: string
   /** The titles of the create and change bodies, when not the resource's name with Create and Patch. */
   bodyTitles?: { create: string, change: string }
-  /** A row's schema in answers. */
   rowSchema (name: string, fields: Field[], owner: boolean): TObject
 }
 
-/** A resource defined by its fields. */
 export const FIELDS_PRESET: ResourcePreset = {
   timestamps: true,
   tracked: true,

@@ -32,7 +32,6 @@ const JSON_TYPE = 'application/json; charset=utf-8'
 /** Sends JSON text as it is: Fastify serializes only a payload that is not a string already. */
 const sendJson = (reply: FastifyReply, json: string) => reply.type(JSON_TYPE).send(json)
 
-/** The link to the page after this one: the same query, with the cursor in place of any offset. */
 function cursorLink (request: FastifyRequest, cursor: string): string {
   const [path, search = ''] = request.url.split('?')
   const query = new URLSearchParams(search)
@@ -41,7 +40,6 @@ function cursorLink (request: FastifyRequest, cursor: string): string {
   return `<${path}?${query.toString()}>; rel="next"`
 }
 
-/** The link to the page after this one by offset, on the route's own path. */
 const offsetLink = (request: FastifyRequest, { offset, limit }: { offset: number, limit: number }) =>
   `<${canonicalUrl(request.routeOptions.url!)}?offset=${offset + limit}&limit=${limit}>; rel="next"`
 
@@ -72,7 +70,6 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   const path = `/:${schemas.param}`
   const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number
 
-  /** The user whose rows this request may touch; undefined when it may touch every row. */
   function ownerOf (request: FastifyRequest): number | undefined {
     if (!owner) return undefined
     if (request.account === null) throw notAuthenticated()

@@ -16,7 +16,6 @@ function resourceOperation (name: string) {
     guarded({ operationId: `${verb}${stem}`, summary, tags: [name], ...schema }, guard)
 }
 
-/** The route schemas of a resource, derived from its fields and its preset. */
 export function resourceSchemas (opts: ResolvedResourceOptions, fields: Field[], preset: ResourcePreset) {
   const { name, owner, guards } = opts
   const { noun } = preset
