@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { httpProblems } from '../http/errors.js'
 import type { ProblemExample } from './error.js'
 
 /** A create that takes an Idempotency-Key, and its 409. */
@@ -12,6 +13,6 @@ export const IdempotentCreate = {
         '(with Idempotent-Replayed: true) and creates nothing; with another body it is 422. Kept IDEMPOTENCY_TTL_HOURS, per user or client address'
     }))
   }),
-  inFlight: [409, 'IDEMPOTENCY_KEY_IN_FLIGHT', 'The request first sent with the Idempotency-Key "7c4a" is still in progress; retry once it is answered',
+  inFlight: [...httpProblems.IdempotencyKeyInFlight.example('7c4a'),
     'The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds'] satisfies ProblemExample
 }

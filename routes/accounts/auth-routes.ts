@@ -14,7 +14,7 @@ import {
 } from '../../schemas/token.js'
 import { RegisterSchema, UserSchema } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, InvalidCredentials, InvalidRefreshToken, InvalidRequest, UnsupportedGrantType, UnverifiedEmail } from './errors.js'
+import { EmailTaken, InvalidCredentials, InvalidRefreshToken, InvalidRequest, InvalidScope, UnsupportedGrantType, UnverifiedEmail } from './errors.js'
 import { checkClient, narrowScopes, noStore, oauthErrorHandler, oauthErrorResponse, requestedScopes } from './oauth.js'
 import { checkPassword, hashShare, untilGone } from './password-check.js'
 import { limit } from '../../http/rate-limits.js'
@@ -197,7 +197,7 @@ export function authRoutes (app: App, ctx: AccountsContext) {
       body: RefreshScopeRequestSchema,
       response: {
         200: ref(TokenPairSchema),
-        ...problemResponses([400, 'AUTH_INVALID_SCOPE', 'scope not granted: admin',
+        ...problemResponses([...InvalidScope.example('scope not granted: admin'),
           'A scope the account lacks, or wider than the login\'s (AUTH_INVALID_SCOPE), the token left unspent; or the body does not parse'],
         401, 403, 422, ...limited('refresh', 'refresh'))
       }

@@ -4,7 +4,7 @@ import { hashPassword } from '../../plugins/auth/passwords.js'
 import type { App } from '../../http/types.js'
 import { toPublic, type AccountsContext } from './context.js'
 import { hashShare } from './password-check.js'
-import { AlreadyVerified, EmailTaken, InvalidEmailChangeToken, InvalidResetToken, InvalidVerifyToken, tooManyMails } from './errors.js'
+import { AlreadyVerified, EmailTaken, InvalidEmailChangeToken, InvalidResetToken, InvalidVerifyToken, accountProblems, tooManyMails } from './errors.js'
 import { limit } from '../../http/rate-limits.js'
 import { ref } from '../../schemas/common.js'
 import { problemResponses } from '../../schemas/error.js'
@@ -62,7 +62,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
       body: ResetPasswordSchema(ctx.passwordMinLength),
       response: {
         204: Type.Null({ description: 'The password is changed, the email counts as verified, and every session has ended' }),
-        ...problemResponses([400, 'AUTH_INVALID_RESET_TOKEN', 'Invalid password reset token: it is unknown or was already used',
+        ...problemResponses([...InvalidResetToken.example('it is unknown or was already used'),
           'The token is unknown, already used, expired, or its password or email changed since (AUTH_INVALID_RESET_TOKEN); or the body does not parse'], 422,
         ...limited('passwordReset', 'reset-password'))
       }
@@ -85,8 +85,8 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
       security,
       response: {
         202: ref(NoticeSchema),
-        ...problemResponses(401, 403, [409, 'ACCOUNT_ALREADY_VERIFIED', 'The email ada@example.com is already verified', 'The email is already verified'],
-          [429, 'MAIL_RATE_LIMITED', 'Too many mails of this kind to ada@example.com; retry in 1800 seconds',
+        ...problemResponses(401, 403, [...AlreadyVerified.example('ada@example.com'), 'The email is already verified'],
+          [...accountProblems.TooManyMails.example('ada@example.com', 1800),
             'Too many requests from this address (RATE_LIMITED), or mails to this email (MAIL_RATE_LIMITED); retry after Retry-After seconds'])
       }
     },
@@ -107,7 +107,7 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
       body: VerifySchema,
       response: {
         200: ref(UserSchema),
-        ...problemResponses([400, 'AUTH_INVALID_VERIFY_TOKEN', 'Invalid verification token: it has expired; ask for a new link',
+        ...problemResponses([...InvalidVerifyToken.example('it has expired; ask for a new link'),
           'The token is unknown, already used, expired, or the email changed since (AUTH_INVALID_VERIFY_TOKEN); or the body does not parse'], 422,
         ...limited('verify', 'verify'))
       }
@@ -129,9 +129,9 @@ export function recoveryRoutes (app: App, ctx: AccountsContext) {
       body: VerifySchema,
       response: {
         200: ref(UserSchema),
-        ...problemResponses([400, 'AUTH_INVALID_EMAIL_CHANGE_TOKEN', 'Invalid email change token: it has expired; ask again',
+        ...problemResponses([...InvalidEmailChangeToken.example('it has expired; ask again'),
           'The token is unknown, already used, expired, or the password or email changed since (AUTH_INVALID_EMAIL_CHANGE_TOKEN); or the body does not parse'],
-        [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered', 'Another account has registered the new email since the link was sent'],
+        [...EmailTaken.example('ada@example.com'), 'Another account has registered the new email since the link was sent'],
         422, ...limited('verify', 'confirm-email'))
       }
     },

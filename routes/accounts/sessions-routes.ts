@@ -13,7 +13,7 @@ import { SessionNotFound, UserNotFound } from './errors.js'
 import { authTags, security, userNotFound } from './schemas.js'
 
 const sessionTags = ['sessions']
-const noSession: ProblemExample = [404, 'ACCOUNT_SESSION_NOT_FOUND', 'session 0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10 not found']
+const noSession: ProblemExample = SessionNotFound.example('0b6c1f0e-8a1d-4e51-9d5c-2f4f5a7e9c10')
 
 /** The caller's own sessions, logout-others, and the superuser's view of anyone's. */
 export function sessionsRoutes (app: App, ctx: AccountsContext) {

@@ -17,7 +17,7 @@ import {
   MeDeleteSchema, MeUpdateSchema, ScopesSchema, UserAdminUpdateSchema, UserCreateSchema, UserIdParams, UserPageSchema, UserSchema
 } from '../../schemas/user.js'
 import { toPublic, type AccountsContext } from './context.js'
-import { EmailTaken, LastSuperuser, UserNotFound, tooManyMails } from './errors.js'
+import { EmailTaken, LastSuperuser, UserNotFound, WrongCurrentPassword, accountProblems, tooManyMails } from './errors.js'
 import { checkCurrentPassword, hashShare } from './password-check.js'
 import { limit } from '../../http/rate-limits.js'
 import { emailTakenOrInFlight, passwordChecked, security, userNotFound } from './schemas.js'
@@ -25,8 +25,7 @@ import { emailTakenOrInFlight, passwordChecked, security, userNotFound } from '.
 type Change = Partial<NewUserRow> & { password?: string }
 
 const userTags = ['users']
-const lastSuperuser: ProblemExample = [409, 'ACCOUNT_LAST_SUPERUSER',
-  'This is the last active superuser: make another account an active superuser first, so the service keeps one', 'It is the last active superuser']
+const lastSuperuser: ProblemExample = [...LastSuperuser.example(), 'It is the last active superuser']
 
 /** The current user's profile, and the superuser's administration of every account. */
 export function usersRoutes (app: App, ctx: AccountsContext) {
@@ -123,10 +122,10 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
       response: {
         200: withEtag(ref(UserSchema)),
         202: ref(NoticeSchema),
-        ...problemResponses(401, [403, 'ACCOUNT_WRONG_PASSWORD', 'current_password is incorrect',
+        ...problemResponses(401, [...WrongCurrentPassword.example(),
           'current_password is wrong (ACCOUNT_WRONG_PASSWORD), or the account is inactive (AUTH_INACTIVE_USER)'],
-        [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered', 'The new email belongs to another account'], 412, 422, 428,
-        [429, 'MAIL_RATE_LIMITED', 'Too many mails of this kind to ada@example.com; retry in 1800 seconds',
+        [...EmailTaken.example('ada@example.com'), 'The new email belongs to another account'], 412, 422, 428,
+        [...accountProblems.TooManyMails.example('ada@example.com', 1800),
           'Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address ' +
           '(RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds'])
       }
@@ -245,7 +244,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
       headers: ConditionalWrite.headers,
       response: {
         200: withEtag(ref(UserSchema)),
-        ...problemResponses(401, 403, userNotFound, [409, 'ACCOUNT_EMAIL_TAKEN', 'The email ada@example.com is already registered',
+        ...problemResponses(401, 403, userNotFound, [...EmailTaken.example('ada@example.com'),
           'The email is already registered (ACCOUNT_EMAIL_TAKEN), or the change would leave no active superuser (ACCOUNT_LAST_SUPERUSER)'], 412, 422, 428)
       }
     }
