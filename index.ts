@@ -27,7 +27,7 @@ export {
   default as resourcePlugin, ROUTE_NAMES, RecordNotFound, ResourceNotRegistered, ResourceOptionsSchema, resourceTable,
   type ResourceOptions, type ResourceTable, type RouteName
 } from './routes/resources/index.js'
-export { guardsOf, readResourcesFile, type FileResourceDefinition } from './config/resources-file.js'
+export { guardsOf, readResourcesFile, type FileResourceDefinition } from './settings/resources-file.js'
 export type { ResourceRow } from './schemas/fields.js'
 
 export { problem, problemError, validationError, conflictError, forbiddenError, notFoundError } from './http/problems.js'

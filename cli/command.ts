@@ -1,4 +1,4 @@
-import type { FileSettings } from '../config/files.js'
+import type { FileSettings } from '../settings/files.js'
 
 export const DOCS = 'https://github.com/plinth-dev/plinth/blob/main/docs'
 
@@ -38,7 +38,7 @@ export async function readConfig () {
 
 /** Only the files `settings` name, read as a server start reads them. */
 export async function readFiles (settings: FileSettings) {
-  const { readSettingFiles } = await import('../config/files.js')
+  const { readSettingFiles } = await import('../settings/files.js')
   return configured(() => readSettingFiles(settings))
 }
 

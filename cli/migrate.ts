@@ -20,7 +20,7 @@ export const migrate: Command = {
 async function runMigrate (values: Values) {
   if (typeof values.app === 'string') return migrateApp(values.app)
   const { migrate } = await import('../db/migrate.js')
-  const { fieldTablesOf } = await import('../config/files.js')
+  const { fieldTablesOf } = await import('../settings/files.js')
   const config = await readConfig()
   const files = await readFiles({ RESOURCES: config.RESOURCES, RESOURCES_FILE: config.RESOURCES_FILE })
   console.log(await migrate(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(files) }))

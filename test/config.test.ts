@@ -5,9 +5,9 @@ import type { TSchema } from '@sinclair/typebox'
 import t from 'tap'
 import { generateKey } from '../plugins/auth/keys.js'
 import { ConfigError, ConfigSchema, VARIABLES, loadConfig, resolveConfig } from '../config.js'
-import { readSettingFiles } from '../config/files.js'
-import { PLUGIN_SCHEMAS, TARGETS, optionsOf } from '../config/plugin-options.js'
-import { checkSigningKeys } from '../config/signing-keys.js'
+import { readSettingFiles } from '../settings/files.js'
+import { PLUGIN_SCHEMAS, TARGETS, optionsOf } from '../config.js'
+import { checkSigningKeys } from '../settings/signing-keys.js'
 import { PG_INT_MAX } from '../schemas/common.js'
 
 t.test('an empty environment gives the documented defaults', async (t) => {

@@ -3,7 +3,7 @@ import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ServerBusyError } from '../../concurrency/busy.js'
-import { configProblems } from '../../config/error.js'
+import { configProblems } from '../../settings/error.js'
 import { dbProblems } from '../../db/errors.js'
 import { httpProblems } from '../../http/errors.js'
 import type { ProblemClass } from '../../http/problem-error.js'
@@ -32,7 +32,7 @@ interface Registry { problems: Record<string, ProblemClass>, wire: string[] | ty
 
 const REGISTRIES: Record<string, Registry> = {
   'http/errors.ts': { problems: httpProblems, wire: SHARED, boot: ['PLINTH_'] },
-  'config/error.ts': { problems: configProblems, wire: SHARED, boot: ['PLINTH_'] },
+  'settings/error.ts': { problems: configProblems, wire: SHARED, boot: ['PLINTH_'] },
   'concurrency/busy.ts': { problems: { ServerBusyError }, wire: SHARED, boot: [] },
   // db/ and schemas/ cannot import routes/: the resource tables', lists' and fields' codes are declared there.
   'db/errors.ts': { problems: dbProblems, wire: ['RESOURCE_'], boot: ['RESOURCE_', 'PLINTH_'] },
@@ -58,11 +58,11 @@ const EXCEPTIONS: Record<string, string> = {
   UNSUPPORTED_MEDIA_TYPE: 'accounts: a form on a JSON route is the same 415 the shared layer answers any other type with'
 }
 
-/** Files that make coded errors without being a registry: the helper itself, and config/ until it declares with it. */
+/** Files that make coded errors without being a registry: the helper itself, which declares the others. */
 const NOT_REGISTRIES = new Set(['http/problem-error.ts'])
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
-const PRODUCT = ['app.ts', 'server.ts', 'index.ts', 'config.ts', 'cli', 'concurrency', 'config', 'db', 'http', 'mail', 'plugins', 'routes', 'schemas', 'telemetry']
+const PRODUCT = ['app.ts', 'server.ts', 'index.ts', 'config.ts', 'cli', 'concurrency', 'db', 'http', 'mail', 'plugins', 'routes', 'schemas', 'settings', 'telemetry']
 
 function * sources (path: string): Generator<string> {
   if (statSync(path).isDirectory()) for (const name of readdirSync(path)) yield * sources(join(path, name))

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { loadConfig, type Config } from '../../../config.js'
-import { fieldTablesOf, readSettingFiles } from '../../../config/files.js'
+import { fieldTablesOf, readSettingFiles } from '../../../settings/files.js'
 import { connect } from '../../../db/client.js'
 import { migrate as migrateDatabase } from '../../../db/migrate.js'
 
