@@ -27,7 +27,19 @@ interface Member {
 const server = (name: string, kind: FieldKind): Member => ({ name, kind, always: true, notNull: true })
 
 /** The row as the API's JSON text, built by PostgreSQL so nothing is decoded or serialized; a writeOnly field is never in it. */
-export function resourceJson (fields: Field[], { owner = false, timestamps = true }: { owner?: boolean, timestamps?: boolean } = {}): SQL<string> {
+export function resourceJson (fields: Field[], options: ResourceJsonOptions = {}): SQL<string> {
+  return sql.raw(resourceJsonText(fields, options)) as SQL<string>
+}
+
+export interface ResourceJsonOptions {
+  owner?: boolean
+  timestamps?: boolean
+  /** Whose columns: `NEW` in a trigger, a table alias in a join; the table in scope when absent. */
+  of?: string
+}
+
+/** resourceJson's SQL text. */
+export function resourceJsonText (fields: Field[], { owner = false, timestamps = true, of }: ResourceJsonOptions = {}): string {
   const members: Member[] = [
     server('id', 'integer'),
     ...(timestamps ? [server('created_at', 'timestamp'), server('updated_at', 'timestamp')] : []),
@@ -37,9 +49,9 @@ export function resourceJson (fields: Field[], { owner = false, timestamps = tru
   // Field names are plain identifiers (schemas/fields.ts), so they need no JSON escaping.
   const parts = members.map(({ name, kind, always, notNull }, i) => {
     const key = `'${i === 0 ? '{' : ','}"${name}":'`
-    const value = jsonValue(ident(name), kind)
+    const value = jsonValue(of === undefined ? ident(name) : `${of}.${ident(name)}`, kind)
     if (notNull) return `${key} || ${value}`
     return always ? `${key} || coalesce(${value}, 'null')` : `coalesce(${key} || ${value}, '')`
   })
-  return sql.raw(`(${parts.join(' || ')} || '}')`) as SQL<string>
+  return `(${parts.join(' || ')} || '}')`
 }

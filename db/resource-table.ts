@@ -13,6 +13,12 @@ export interface ResourceTableSpec {
   indexes?: string[]
   /** `created_at` and `updated_at` beside `id`; default true. */
   timestamps?: boolean
+  /** Sets of fields no two rows share; in owner mode per owner unless global. */
+  unique?: Array<{ fields: string[], global: boolean }>
+  /** Text fields searched by `?q=`, served by one index. */
+  search?: string[]
+  /** The referenced resources' tables, by resource name, for the foreign keys of reference fields. */
+  referencedTables?: Record<string, string>
   /** Definition kept in plinth_resource_tables, so fields may change between boots; default true. Untracked tables never change. */
   tracked?: boolean
 }

@@ -15,6 +15,27 @@ export interface Field {
   optional: boolean
   default?: unknown
   enum?: string[]
+  /** An integer field that holds the id of a row of another resource (or this one): a foreign key. */
+  references?: FieldReference
+}
+
+/** What happens to the rows that reference a row when it is deleted. */
+export type OnDelete = 'cascade' | 'restrict' | 'set-null'
+export const ON_DELETE: readonly OnDelete[] = ['cascade', 'restrict', 'set-null']
+
+export interface FieldReference {
+  /** The referenced resource's name. */
+  resource: string
+  onDelete: OnDelete
+}
+
+/** The JSON Schema keywords of a reference, as RESOURCES_FILE writes them. */
+export const REFERENCES = 'x-references'
+export const ON_DELETE_KEYWORD = 'x-on-delete'
+
+/** A field holding the id of a row of `resource`: `project_id: Reference('projects', { onDelete: 'cascade' })`. */
+export function Reference (resource: string, { onDelete = 'restrict', ...options }: { onDelete?: OnDelete } & Record<string, unknown> = {}) {
+  return Type.Integer({ minimum: 1, ...options, [REFERENCES]: resource, [ON_DELETE_KEYWORD]: onDelete })
 }
 
 export type JsonSchema = Record<string, unknown>
@@ -114,12 +135,31 @@ export const isReadOnly = (field: Field) => field.value.readOnly === true
 /** `writeOnly`: taken from bodies, and never in an answer, nor a filter or a sort that would tell it. */
 export const isWriteOnly = (field: Field) => field.value.writeOnly === true
 
+/** A reference's keywords taken out of `value` (Ajv knows no x- keywords), checked. */
+function takeReference (name: string, value: JsonSchema, nullable: boolean): FieldReference | undefined {
+  const { [REFERENCES]: resource, [ON_DELETE_KEYWORD]: given } = value
+  delete value[REFERENCES]
+  delete value[ON_DELETE_KEYWORD]
+  if (resource === undefined) {
+    if (given !== undefined) throw new FieldError(`${ON_DELETE_KEYWORD} needs ${REFERENCES}`)
+    return undefined
+  }
+  const onDelete = given ?? 'restrict'
+  if (value.type !== 'integer') throw new FieldError(`${REFERENCES} is for integer fields, which hold the referenced row's id`)
+  if (typeof resource !== 'string' || !FIELD_NAME.test(resource)) throw new FieldError(`${REFERENCES} must name a resource (a lower-case identifier)`)
+  if (!ON_DELETE.includes(onDelete as OnDelete)) throw new FieldError(`${ON_DELETE_KEYWORD} must be one of ${ON_DELETE.join(', ')} (got ${JSON.stringify(onDelete)})`)
+  if (onDelete === 'set-null' && !nullable) throw new FieldError(`${ON_DELETE_KEYWORD} set-null needs a nullable field`)
+  if (!name.endsWith('_id') || name === '_id') throw new FieldError(`a reference's name ends in _id (project_id), so that ?embed=${name.replace(/_id$/, '')} can name its row`)
+  return { resource, onDelete: onDelete as OnDelete }
+}
+
 function readField (name: string, schema: JsonSchema, required: boolean): Field {
   if (!FIELD_NAME.test(name)) throw new FieldError('a field name is a lower-case identifier: a letter, then letters, digits or _, at most 63 characters')
   if (SERVER_FIELDS.includes(name)) throw new FieldError(`${SERVER_FIELDS.join(', ')} are set by the server`)
   if (LIST_PARAMETERS.includes(name)) throw new FieldError(`${LIST_PARAMETERS.join(', ')} are query parameters of the list`)
   const { value: raw, nullable } = withoutNull(plain(schema))
   const value = literalsAsEnum(raw)
+  const references = takeReference(name, value, nullable)
   const fallback = value.default
   delete value.default
   delete value.nullable
@@ -127,6 +167,7 @@ function readField (name: string, schema: JsonSchema, required: boolean): Field 
   const field: Field = { name, kind, value: storable(value, kind), nullable, optional: !required }
   if (fallback !== undefined) field.default = fallback
   if (Array.isArray(value.enum)) field.enum = value.enum as string[]
+  if (references) field.references = references
   if (isReadOnly(field) && isWriteOnly(field)) throw new FieldError('a field is readOnly or writeOnly, not both')
   if (isReadOnly(field) && !nullable && required && fallback === undefined) {
     throw new FieldError('a readOnly field is never taken from a body, so a required one needs a default; give it one, or make it optional')

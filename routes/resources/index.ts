@@ -12,6 +12,7 @@ import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
 import { ResourceNotRegistered } from './errors.js'
 import { presetOf } from './presets.js'
+import { registerResource } from './registry.js'
 import { resourceRoutes } from './routes.js'
 import { resolveResourceOptions, type ResolvedResourceOptions, type ResourceOptions } from './options.js'
 
@@ -60,6 +61,7 @@ const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, o
   const options = resolveResourceOptions(opts)
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.
   const { prefix = '' } = opts as { prefix?: string }
+  registerResource(app, options)
   const plugin = fp<ResolvedResourceOptions>((instance, resolved) => resource(instance, resolved), {
     name: `plinth-resource:${options.name}`, fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true
   })

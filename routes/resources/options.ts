@@ -9,8 +9,9 @@ import { IDENTIFIER_PATTERN } from '../../schemas/common.js'
 import { bodyFieldSchema, readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
 import { FORMAT_MESSAGES } from '../../schemas/storable.js'
 import { InvalidResourceOptions } from './errors.js'
+import type { ResourceHooks } from './hooks.js'
 
-export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete'] as const
+export const ROUTE_NAMES = ['list', 'create', 'get', 'update', 'delete', 'events'] as const
 export type RouteName = typeof ROUTE_NAMES[number]
 
 export const IDENTIFIER = new RegExp(IDENTIFIER_PATTERN)
@@ -36,9 +37,22 @@ export const ResourceOptionsSchema = Type.Object({
   owner: Type.Boolean({ default: false, errorMessage: 'must be true or false' }),
   /** With fields: fields to index as (field, id), for filters and sorts on large tables. */
   indexes: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of field names' }),
+  /** With fields: sets of fields no two rows may share, e.g. `['slug', ['project_id', 'title']]`; per owner in owner mode unless `global`. */
+  unique: Type.Array(Type.Union([
+    Identifier,
+    Type.Array(Identifier, { minItems: 1 }),
+    Type.Object({ fields: Type.Array(Identifier, { minItems: 1 }), global: Type.Optional(Switch) }, { additionalProperties: false })
+  ]), { default: [], errorMessage: 'must be a list of field names, lists of field names, or { fields, global }' }),
+  /** With fields: text fields that `?q=` searches, ranked. */
+  search: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of text field names' }),
+  /** The most rows a JSON array body may create at once. */
+  maxBatch: Type.Integer({ minimum: 1, maximum: 10_000, default: 1000, errorMessage: 'must be an integer from 1 to 10000' }),
   ...ConditionalOptions,
   ...IdempotencyOptions
 })
+
+/** A set of fields no two rows share: within one owner's rows in owner mode, unless `global`. */
+export interface UniqueKey { fields: string[], global: boolean }
 
 export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
   name: string
@@ -48,11 +62,15 @@ export type ResourceOptions = Partial<Static<typeof ResourceOptionsSchema>> & {
   guard?: Guard
   /** Separate hooks for reads and writes, e.g. `{ write: app.requireScopes('notes:write') }`. */
   guards?: Guards
+  /** Code that runs in each write's transaction (before*) or after its commit (after*). */
+  hooks?: ResourceHooks
 }
 
-export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'guards' | 'routes' | 'fields'>> {
+export interface ResolvedResourceOptions extends Required<Omit<ResourceOptions, 'guard' | 'guards' | 'routes' | 'fields' | 'unique' | 'hooks'>> {
   guards: Guards
   routes: Record<RouteName, boolean>
+  unique: UniqueKey[]
+  hooks: ResourceHooks
   /** Absent for the `records` preset. */
   fields?: Field[]
 }
@@ -111,13 +129,56 @@ function readResourceFields (name: string, fields: unknown, owner: boolean, inde
   return read
 }
 
+function fieldsNamed (name: string, option: string, fields: Field[] | undefined, names: string[]): Field[] {
+  if (names.length > 0 && fields === undefined) throw new InvalidResourceOptions(`"${name}": ${option} needs fields; a resource of records has none`)
+  return names.map((each) => {
+    const field = fields!.find((candidate) => candidate.name === each)
+    if (field === undefined) throw new InvalidResourceOptions(`"${name}": ${option} names "${each}", which is not a field`)
+    return field
+  })
+}
+
+function readUnique (name: string, fields: Field[] | undefined, unique: Static<typeof ResourceOptionsSchema>['unique']): UniqueKey[] {
+  return unique.map((key) => {
+    const read = typeof key === 'string' ? { fields: [key], global: false } : Array.isArray(key) ? { fields: key, global: false } : { fields: key.fields, global: key.global ?? false }
+    for (const field of fieldsNamed(name, 'unique', fields, read.fields)) {
+      if (field.kind === 'jsonb' || field.kind === 'text[]') throw new InvalidResourceOptions(`"${name}": unique names "${field.name}", a ${field.kind} field; unique takes fields of single values`)
+    }
+    if (new Set(read.fields).size !== read.fields.length) throw new InvalidResourceOptions(`"${name}": unique names a field twice in [${read.fields.join(', ')}]`)
+    return read
+  })
+}
+
+function readSearch (name: string, fields: Field[] | undefined, search: string[]): void {
+  for (const field of fieldsNamed(name, 'search', fields, search)) {
+    if (field.kind !== 'text' && field.kind !== 'text[]') throw new InvalidResourceOptions(`"${name}": search names "${field.name}", a ${field.kind} field; search takes text fields`)
+  }
+}
+
+const HOOK_NAMES = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'] as const
+
+function readHooks (name: string, hooks: unknown): ResourceHooks {
+  if (hooks === undefined) return {}
+  if (typeof hooks !== 'object' || hooks === null) throw new InvalidResourceOptions(`"${name}": hooks must be an object such as { beforeCreate }`)
+  for (const [key, hook] of Object.entries(hooks)) {
+    if (!(HOOK_NAMES as readonly string[]).includes(key)) throw new InvalidResourceOptions(`"${name}": hooks.${key} is unknown: hooks takes ${HOOK_NAMES.join(', ')}`)
+    if (typeof hook !== 'function') throw new InvalidResourceOptions(`"${name}": hooks.${key} must be a function (got ${typeof hook})`)
+  }
+  return { ...hooks as ResourceHooks }
+}
+
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
-  const { name, table = name, createTable, routes = {}, owner, indexes, requireIfMatch, idempotencyTtlHours, ...limits } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
+  const {
+    name, table = name, createTable, routes = {}, owner, indexes, unique, search, maxBatch, requireIfMatch, idempotencyTtlHours, ...limits
+  } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
   }
   const guards = readGuards(opts, InvalidResourceOptions, `"${name}": `)
   const fields = readResourceFields(name, opts.fields, owner, indexes)
+  const keys = readUnique(name, fields, unique)
+  readSearch(name, fields, search)
+  const hooks = readHooks(name, opts.hooks)
   return {
     name,
     table,
@@ -125,6 +186,10 @@ export function resolveResourceOptions (opts: ResourceOptions): ResolvedResource
     ...(fields ? { fields } : {}),
     owner,
     indexes,
+    unique: keys,
+    search,
+    maxBatch,
+    hooks,
     createTable,
     requireIfMatch,
     idempotencyTtlHours,
