@@ -4,7 +4,7 @@ import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions } from 'fastify'
 import { optionsOf, resolveConfig, type Config } from './config.js'
 import { readSettingFiles, type SettingFiles } from './settings/files.js'
-import { guardsOf } from './settings/resources-file.js'
+import { guardsOf, loadResourceHooks } from './settings/resources-file.js'
 import type { DatabaseClient } from './db/client.js'
 import { smtpSender } from './mail/senders.js'
 import accounts from './routes/accounts/index.js'
@@ -97,7 +97,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, file
     await app.register(resources, { prefix: API_PREFIX, name, ...plugin.resources, ...writeScope(app, config.RECORDS_WRITE_SCOPE) })
   }
   for (const definition of files.resources) {
-    await app.register(resources, { prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), ...plugin.resources })
+    await app.register(resources, { prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), ...await loadResourceHooks(definition), ...plugin.resources })
   }
 
   return app

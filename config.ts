@@ -39,6 +39,10 @@ export const VARIABLES = {
     pattern: '^(postgres|postgresql|pglite|memory)://',
     description: 'a postgres://, postgresql://, pglite://PATH or memory:// URL'
   })),
+  DATABASE_LISTEN_URL: server(Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://',
+    description: 'a postgres:// or postgresql:// URL of a direct connection to the database of DATABASE_URL, for LISTEN'
+  }))),
   SECRET_KEY: option(auth.secret),
   JWT_ALGORITHM: option(auth.algorithm, { description: `one of ${auth.algorithm.anyOf.map(({ const: name }) => name).join(', ')}` }),
   JWT_PRIVATE_KEY: option(auth.privateKey, { description: 'a PEM or JWK private key' }),
@@ -210,6 +214,9 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (/^pglite:\/\/\s*$/.test(config.DATABASE_URL)) {
     throw new ConfigError('DATABASE_URL: pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
   }
+  if (config.DATABASE_LISTEN_URL !== undefined && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+    throw new ConfigError('DATABASE_LISTEN_URL is set but DATABASE_URL is not PostgreSQL: PGlite listens in its own process; unset it')
+  }
   if (config.DEFAULT_PAGE_LIMIT > config.MAX_PAGE_LIMIT) {
     throw new ConfigError(
       `DEFAULT_PAGE_LIMIT (${config.DEFAULT_PAGE_LIMIT}) must not exceed MAX_PAGE_LIMIT (${config.MAX_PAGE_LIMIT})`
@@ -277,7 +284,7 @@ export interface PluginOptions {
   /** Those of every resource mounted, RESOURCES' and RESOURCES_FILE's. */
   resources: Partial<ResourceOptions>
   etags: EtagsOptions
-  db: { migrate: boolean }
+  db: { migrate: boolean, listenUrl?: string }
 }
 
 function * optionsIn (schema: TObject, path: string[]): Generator<[TSchema, string[]]> {
@@ -330,6 +337,6 @@ export function optionsOf (config: Config, files: SettingFiles): PluginOptions {
     ...options as unknown as PluginOptions,
     // Keyed by what every process of the deployment already shares, so their ETags agree.
     etags: { secret: config.SECRET_KEY ?? files.privateKey },
-    db: { migrate: config.CREATE_TABLES_ON_STARTUP }
+    db: { migrate: config.CREATE_TABLES_ON_STARTUP, ...(config.DATABASE_LISTEN_URL === undefined ? {} : { listenUrl: config.DATABASE_LISTEN_URL }) }
   }
 }

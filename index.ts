@@ -6,6 +6,7 @@ export { ConfigSchema, ConfigError, loadConfig, resolveConfig, type Config } fro
 
 export { default as errorsPlugin } from './plugins/errors.js'
 export { default as corsPlugin, CorsOptionsSchema, type CorsOptions } from './plugins/cors.js'
+export { default as changesPlugin, ChangesOptionsSchema, type ChangesOptions } from './plugins/changes.js'
 export { default as docsPlugin, DocsOptionsSchema, type DocsOptions } from './plugins/docs.js'
 export { default as securityPlugin } from './plugins/security.js'
 export { default as dbPlugin, type DbOptions } from './plugins/db.js'
@@ -27,11 +28,16 @@ export {
   default as resourcePlugin, ROUTE_NAMES, RecordNotFound, ResourceNotRegistered, ResourceOptionsSchema, resourceTable,
   type ResourceOptions, type ResourceTable, type RouteName
 } from './routes/resources/index.js'
-export { guardsOf, readResourcesFile, type FileResourceDefinition } from './settings/resources-file.js'
-export type { ResourceRow } from './schemas/fields.js'
+export { guardsOf, loadResourceHooks, readResourcesFile, type FileResourceDefinition } from './settings/resources-file.js'
+export { Reference, type OnDelete, type ResourceRow } from './schemas/fields.js'
+export { defineResource, type TypedResourceOptions } from './routes/resources/define.js'
+export {
+  resourceHooks, type CreateContext, type HookContext, type ResourceHooks, type TransactionContext
+} from './routes/resources/hooks.js'
 
 export { problem, problemError, validationError, conflictError, forbiddenError, notFoundError } from './http/problems.js'
 
 export type { Database, DatabaseClient } from './db/client.js'
+export type { ChangeEvent, ChangeFeed, ChangeOp } from './db/resource-events.js'
 export { createRepository, type Page, type Repository, type TableWithId } from './db/crud.js'
 export { createItemRepository, type ItemRepository, type ItemRow, type ItemSlice, type NewItem } from './db/items.js'

@@ -32,6 +32,7 @@ async function migrateApp (path: string) {
   const { changes, schemaState } = await import('../db/migrate.js')
   const { createTables } = await import('../db/resources.js')
   const { resolveResourceOptions } = await import('../routes/resources/options.js')
+  const { fieldTableSpecs } = await import('../settings/files.js')
   const fp = (await import('fastify-plugin')).default
   let opened: { client: DatabaseClient, before: Awaited<ReturnType<typeof schemaState>> } | undefined
   const resources: ResourceOptions[] = []
@@ -54,7 +55,7 @@ async function migrateApp (path: string) {
     if (!opened) throw new Error(`--app ${path}: the app registers no dbPlugin: there is no database to migrate`)
     const tables = resources.map((options) => resolveResourceOptions(options))
     const records = tables.filter((table) => !table.fields).map((table) => table.table)
-    await createTables(opened.client, records, tables.filter((table) => table.fields).map(({ table, fields = [], owner, indexes }) => ({ table, fields, owner, indexes })))
+    await createTables(opened.client, records, fieldTableSpecs(tables))
     console.log(changes(opened.before, await schemaState(opened.client.db), tables.map((table) => table.table), opened.client.driver))
   } finally {
     await app.close()

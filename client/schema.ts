@@ -483,7 +483,10 @@ export interface paths {
          */
         get: operations["listRecords"];
         put?: never;
-        /** Create a record in records */
+        /**
+         * Create a record in records
+         * @description A JSON array of 1 to 1000 bodies creates every row or none, in one transaction, and answers them in order (without Location or ETag); a 422 names each bad row by its index, as `/body/3/title`.
+         */
         post: operations["createRecords"];
         delete?: never;
         options?: never;
@@ -6543,11 +6546,16 @@ export interface operations {
                     title: string;
                     /** @example Semi-skimmed, two litres */
                     description?: string | null;
-                };
+                } | {
+                    /** @example Buy milk */
+                    title: string;
+                    /** @example Semi-skimmed, two litres */
+                    description?: string | null;
+                }[];
             };
         };
         responses: {
-            /** @description A record of the records resource */
+            /** @description Default Response */
             201: {
                 headers: {
                     /** @description The strong ETag of the row as it is now: send it back in If-Match to write the row, or in If-None-Match to revalidate it */
@@ -6557,7 +6565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RecordsRecord"];
+                    "application/json": components["schemas"]["RecordsRecord"] | components["schemas"]["RecordsRecord"][];
                 };
             };
             /** @description The request does not parse: a body that is not valid JSON or form data, or a URL that does not decode */
@@ -6578,7 +6586,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds; or a constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
+            /** @description The request first sent with this Idempotency-Key is still in progress; retry after Retry-After seconds; or a constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION); for a unique key of the resource, RESOURCE_CONFLICT naming its fields */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6914,7 +6922,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
+            /** @description A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION); for a unique key of the resource, RESOURCE_CONFLICT naming its fields */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6925,8 +6933,8 @@ export interface operations {
                      *       "type": "about:blank",
                      *       "title": "Conflict",
                      *       "status": 409,
-                     *       "detail": "Another row of tasks already has this code (unique constraint \"tasks_code_key\")",
-                     *       "code": "UNIQUE_VIOLATION"
+                     *       "detail": "Another row of records already has this slug",
+                     *       "code": "RESOURCE_CONFLICT"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -7142,7 +7150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A constraint of the table refused the write: a unique key another row has (UNIQUE_VIOLATION), or a row that rows of another table still reference (FOREIGN_KEY_VIOLATION) */
+            /** @description Rows of another resource still reference this one, with onDelete restrict (RESOURCE_REFERENCED): delete or change them first */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7153,8 +7161,8 @@ export interface operations {
                      *       "type": "about:blank",
                      *       "title": "Conflict",
                      *       "status": 409,
-                     *       "detail": "Another row of tasks already has this code (unique constraint \"tasks_code_key\")",
-                     *       "code": "UNIQUE_VIOLATION"
+                     *       "detail": "records 7 is still referenced by rows of tasks (project_id): delete those rows, or point them elsewhere, first",
+                     *       "code": "RESOURCE_REFERENCED"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

@@ -20,9 +20,20 @@ export type { Preparable, Runnable } from './driver.js'
 /** Queries the client runs now and holds back, beside how many it runs at most (PGlite runs one at a time). */
 export interface DatabaseLoad { size: number, running: number, waiting: number }
 
+/** A LISTEN on one channel, on a connection of its own. */
+export interface Listening {
+  /** Listens again if its connection was lost: true when it had to, as notifications may then have been missed. */
+  renew (): Promise<boolean>
+  close (): Promise<void>
+}
+
+export type Listen = (channel: string, onNotify: (payload: string) => void) => Promise<Listening>
+
 export interface DatabaseClient {
   db: Database
   driver: Driver
+  /** LISTEN: PGlite's own session, or a direct PostgreSQL connection (the listen URL's, else the database URL's); none on a stand-in client. */
+  listen?: Listen
   load (): DatabaseLoad
   /** Refuses queries at once while `bound.maxWaiting` wait already (undefined: they all wait). */
   limitWaiting? (bound: QueueBound | undefined): void
@@ -41,9 +52,18 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 /** Advisory lock for schema changes: processes starting together take turns, and the later ones find the work done. */
 export const SCHEMA_LOCK = 0x706c6e74
 
-export async function connect (url: string): Promise<DatabaseClient> {
+export interface ConnectOptions {
+  /** PostgreSQL only: where LISTEN connects, past a pooler that cannot hold one (PgBouncer's transaction pooling). */
+  listenUrl?: string
+}
+
+const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//.test(url)
+
+export async function connect (url: string, { listenUrl }: ConnectOptions = {}): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))
-  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url)
+  if (listenUrl !== undefined && !isPostgresUrl(listenUrl)) throw new DatabaseUrlError(`the listen URL ${redactUrl(listenUrl)} is not a postgres:// URL`)
+  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url, listenUrl ?? url)
+  if (listenUrl !== undefined) throw new DatabaseUrlError('a listen URL is for PostgreSQL: PGlite listens in its own process')
   if (scheme === 'pglite') return connectPglite(url.slice('pglite://'.length))
   if (scheme === 'memory') return connectPglite(undefined)
   throw new Error(`unsupported database URL scheme "${scheme}://"`)
@@ -51,7 +71,40 @@ export async function connect (url: string): Promise<DatabaseClient> {
 
 export const POOL = 10
 
-async function connectPostgres (url: string): Promise<DatabaseClient> {
+/** LISTEN on its own connection, which nothing else uses, so a pooler in front of `url` must keep sessions. */
+export function postgresListen (url: string): Listen {
+  return async (channel, onNotify) => {
+    const { default: postgres } = await import('postgres')
+    let live = false
+    const listener = postgresClient(() => postgres(url, {
+      max: 1,
+      connect_timeout: 5,
+      backoff: () => 0,
+      // The connection is the subscription: it is never retired while it lives.
+      idle_timeout: 0,
+      max_lifetime: null,
+      fetch_types: false,
+      onnotice: () => {},
+      onclose: () => { live = false },
+      onnotify: (name: string, payload: string) => { if (name === channel) onNotify(payload) }
+    } as Parameters<typeof postgres>[1]), url)
+    const renew = async () => {
+      if (live) return false
+      await listener.unsafe(`listen "${channel.replaceAll('"', '""')}"`)
+      live = true
+      return true
+    }
+    try {
+      await renew()
+    } catch (err) {
+      await listener.end({ timeout: 0 })
+      throw err
+    }
+    return { renew, close: () => listener.end({ timeout: 5 }) }
+  }
+}
+
+async function connectPostgres (url: string, listenUrl: string): Promise<DatabaseClient> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const { migrate } = await import('drizzle-orm/postgres-js/migrator')
@@ -71,6 +124,7 @@ async function connectPostgres (url: string): Promise<DatabaseClient> {
   return {
     db,
     driver: 'postgres',
+    listen: postgresListen(listenUrl),
     load: () => ({ size: POOL, ...gate.load() }),
     limitWaiting: gate.limitWaiting,
     migrate: async () => {
@@ -154,6 +208,10 @@ export async function connectPglite (dataDir: string | undefined, options: Pglit
   return {
     db,
     driver: 'pglite',
+    listen: async (channel, onNotify) => {
+      const stop = await client.listen(channel, onNotify)
+      return { renew: async () => false, close: async () => { if (!client.closed) await stop() } }
+    },
     load: () => ({ size: 1, running: Math.min(pending, 1), waiting: Math.max(pending - 1, 0) }),
     limitWaiting: (next) => { bound = next },
     migrate: () => migrate(db, { migrationsFolder }),

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from './client.js'
-import type { ConstraintViolation } from './errors.js'
+import { causes, constraintViolation, sqlState, type ConstraintViolation } from './errors.js'
 import { rowsOf } from './raw-rows.js'
 
 /** What a constraint covers: its columns in its order (none for an expression), and the table a foreign key references. */
@@ -26,4 +26,19 @@ export async function constraintColumns (db: Database, violation: ConstraintViol
     order by k.position`)
   const rows = rowsOf<{ column: string, references: string | null }>(result)
   return { columns: rows.map((row) => row.column), references: rows[0]?.references ?? undefined }
+}
+
+/** A delete refused because rows still reference the row: RESTRICT's 23001, or NO ACTION's 23503 on a delete; the referencing table and its key. */
+export function referencedRowViolation (error: unknown, deleting: boolean): { table?: string, constraint?: string } | undefined {
+  const state = sqlState(error)
+  if (state === '23503' && deleting) return constraintViolation(error)
+  if (state !== '23001') return undefined
+  for (const cause of causes(error)) {
+    if (!('severity' in cause)) continue
+    // postgres.js names PostgreSQL's fields `table_name`..., PGlite `table`...
+    const fields = cause as Record<string, unknown>
+    const text = (...names: string[]) => names.map((name) => fields[name]).find((value): value is string => typeof value === 'string' && value !== '')
+    return { table: text('table_name', 'table'), constraint: text('constraint_name', 'constraint') }
+  }
+  return undefined
 }

@@ -5,6 +5,7 @@ import type { Database } from './client.js'
 import { serverBusyIn } from '../concurrency/busy.js'
 import { prepareAs, statementCache, type Runnable } from './driver.js'
 import { isDatabaseUnavailable, isRefusedValue } from './errors.js'
+import { rowsOf } from './raw-rows.js'
 
 export type TableWithId = PgTable & { id: PgColumn }
 
@@ -23,15 +24,20 @@ export const versionOf = (table: PgTable) => sql<string>`${table}.xmin::text`
 
 export interface InTransaction { tx?: Database }
 
+/** A read in `tx` when given; `forUpdate` locks the row until the transaction ends (in `tx` only). */
+export interface ReadOptions extends InTransaction { forUpdate?: boolean }
+
 /** A write in `tx` when given; with `ifVersions`, only while the row's version is one of them. */
 export interface WriteOptions extends InTransaction { ifVersions?: string[] }
 
 export interface Repository<Row, Insert> {
-  get (id: number, options?: InTransaction): Promise<Versioned<Row> | null>
+  get (id: number, options?: ReadOptions): Promise<Versioned<Row> | null>
   list (page: Page, options?: InTransaction): Promise<Row[]>
   listAfter (afterId: number, limit: number, options?: InTransaction): Promise<Row[]>
   count (options?: InTransaction): Promise<number>
   create (values: Insert, options?: InTransaction): Promise<Versioned<Row>>
+  /** Every row or none, in the given order; in `tx` when given, else in one transaction of its own. */
+  createMany (values: Insert[], options?: InTransaction): Promise<Array<Versioned<Row>>>
   /** Null when no row matched: with `ifVersions`, also when the row's version has changed. */
   update (id: number, values: Partial<Insert>, options?: WriteOptions): Promise<Versioned<Row> | null>
   delete (id: number, options?: WriteOptions): Promise<boolean>
@@ -117,6 +123,7 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
 
   const insert = async (rows: Array<InferInsertModel<T>>, exec: Database) =>
     await returning(exec.insert(table).values(rows)) as Found[]
+  const byId = (rows: Found[]) => rows.sort((a, b) => idOf(a) - idOf(b))
 
   // The builder prepares the statement and maps its rows as it does its own; only the text is ours.
   const prepareText = (text: SQL, as: string): Runnable => prepareAs(returning(db.insert(table).values({} as never)), text, as)
@@ -142,6 +149,32 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
     if (!statement) return insert(rows, db)
     return await statement.execute({ rows: `[${texts.join(',')}]` }) as Found[]
   }
+  // A bound value per column per row in VALUES: a chunk stays well under PostgreSQL's 65535 parameters.
+  const valuesChunk = (keys: string[]) => Math.max(1, Math.floor(30_000 / Math.max(1, keys.length)))
+  /** Rows of one set of columns, in order: one jsonb_populate_recordset statement when the shape allows it (in `exec`, unprepared). */
+  async function insertRun (rows: Array<InferInsertModel<T>>, keys: string[], exec: Database): Promise<Found[]> {
+    if (keys.length > 0 && !renamed && !computedDefaults.some((key) => !keys.includes(key)) && !keys.includes('id')) {
+      const builder = Object.assign(returning(exec.insert(table).values({} as never)), { getSQL: () => insertText(keys) })
+      return byId(await builder.execute({ rows: JSON.stringify(rows) }) as Found[])
+    }
+    const stored: Found[] = []
+    for (let at = 0; at < rows.length; at += valuesChunk(keys)) stored.push(...byId(await insert(rows.slice(at, at + valuesChunk(keys)), exec)))
+    return stored
+  }
+  /** Consecutive rows of one shape go in one statement, so ids ascend in the given order. */
+  async function insertAll (rows: Array<InferInsertModel<T>>, exec: Database): Promise<Found[]> {
+    const stored: Found[] = []
+    for (let start = 0; start < rows.length;) {
+      const keys = columnKeys(rows[start]!).sort()
+      const shape = keys.join(',')
+      let end = start + 1
+      while (end < rows.length && columnKeys(rows[end]!).sort().join(',') === shape) end++
+      stored.push(...await insertRun(rows.slice(start, end), keys, exec))
+      start = end
+    }
+    return stored
+  }
+
   // One value through the table's row type, as a batch sends it: whether it alone raises a data exception.
   const refuses = (key: string, value: unknown) => Promise.resolve()
     .then(() => db.execute(sql`select jsonb_populate_record(null::${table}, ${JSON.stringify({ [tableColumns[key]!.name]: value })}::jsonb) is null`))
@@ -226,9 +259,9 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
   })
 
   return {
-    async get (id, { tx } = {}) {
+    async get (id, { tx, forUpdate = false } = {}) {
       if (!tx) return lookups.load(id)
-      const rows = await selectById(tx).execute({ id })
+      const rows = await (forUpdate ? selectById(tx).for('update') : selectById(tx)).execute({ id })
       return (rows[0] as Found | undefined) ?? null
     },
     async list ({ offset, limit }, { tx } = {}) {
@@ -248,6 +281,10 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
       if (!tx && !('id' in values)) return inserts.load(values)
       return (await insert([values], tx ?? db))[0]!
     },
+    async createMany (values, { tx } = {}) {
+      if (values.length === 0) return []
+      return tx ? insertAll(values, tx) : db.transaction((own) => insertAll(values, own))
+    },
     async update (id, values, { tx, ifVersions: versions } = {}) {
       const change = definedOnly(values) as Record<string, unknown>
       const columns = Object.keys(change).filter((key) => key in tableColumns).sort()
@@ -265,4 +302,31 @@ export function createRepository<T extends TableWithId, Row extends object = Inf
       return rows.length > 0
     }
   }
+}
+
+export interface PresentOptions {
+  /** Only the rows of this owner count. */
+  ownerId?: number
+  /** In a transaction: the rows found cannot be deleted (nor their id changed) until it ends, as a foreign key's check holds them. */
+  lock?: boolean
+}
+
+/** Which of `ids` are rows of the table named `table` (resource tables: an `id`, and an `owner_id` in owner mode). */
+export async function presentIds (exec: Database, table: string, ids: readonly number[], { ownerId, lock = false }: PresentOptions = {}): Promise<Set<number>> {
+  if (ids.length === 0) return new Set()
+  const owned = ownerId === undefined ? sql`` : sql` and owner_id = ${ownerId}`
+  const result = await exec.execute(sql`select id from ${sql.identifier(table)} where id = any(${idList([...new Set(ids)])}::text::int[])${owned}${lock ? sql` for key share` : sql``}`)
+  return new Set(rowsOf<{ id: number | string }>(result).map((row) => Number(row.id)))
+}
+
+/** The foreign key on `table (column)` alone, if there is one: its name and the table it references, as a violation of it is answered. */
+export async function foreignKeyOf (exec: Database, table: string, column: string): Promise<{ constraint: string, references: string } | undefined> {
+  const result = await exec.execute(sql`
+    select c.conname as "constraint", f.relname as "references"
+    from pg_constraint c
+    join pg_class f on f.oid = c.confrelid
+    join pg_attribute a on a.attrelid = c.conrelid and a.attnum = c.conkey[1]
+    where c.contype = 'f' and c.conrelid = to_regclass(quote_ident(${table})) and cardinality(c.conkey) = 1 and a.attname = ${column}
+    order by c.conname limit 1`)
+  return rowsOf<{ constraint: string, references: string }>(result)[0]
 }

@@ -60,7 +60,8 @@ export function refusedField (error: unknown): string | undefined {
 
 export type ConstraintKind = 'not_null' | 'foreign_key' | 'unique' | 'check'
 
-const CONSTRAINT_KINDS: Record<string, ConstraintKind> = { 23502: 'not_null', 23503: 'foreign_key', 23505: 'unique', 23514: 'check' }
+// 23001 is a RESTRICT foreign key refusing a delete (23503 is NO ACTION's).
+const CONSTRAINT_KINDS: Record<string, ConstraintKind> = { 23001: 'foreign_key', 23502: 'not_null', 23503: 'foreign_key', 23505: 'unique', 23514: 'check' }
 
 /** A write a constraint refused: which kind, and the names PostgreSQL gives with the error (never the values). */
 export interface ConstraintViolation {

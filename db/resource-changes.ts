@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
 import type { Field, JsonSchema } from '../schemas/fields.js'
-import { TEXT_PATTERN } from '../schemas/common.js'
+import { PG_INT_MIN, TEXT_PATTERN } from '../schemas/common.js'
 import { SCHEMA_LOCK, type Database } from './client.js'
-import { ResourceTableError } from './errors.js'
-import { checkName, checkSql, columnSql, createTableStatements, defaultSql, indexSql, indexedFields } from './resource-ddl.js'
+import { ResourceTableError, sqlState } from './errors.js'
+import {
+  checkName, checkSql, columnSql, createTableStatements, defaultSql, indexedFields, referenceConstraints, referenceName, references,
+  tableIndexes, uniqueColumns, uniqueIndexName
+} from './resource-ddl.js'
 import { ident, notNull, type ResourceTableDefinition, type ResourceTableSpec } from './resource-table.js'
 import { fieldTableDefinitions } from './schema.js'
 
@@ -58,11 +61,14 @@ function narrowing (before: JsonSchema, after: JsonSchema): string | undefined {
   return undefined
 }
 
+/** A reference holds ids, which start at 1, and its foreign key checks every stored value: a minimum raised to 1 narrows nothing more. */
+const asIds = (value: JsonSchema): JsonSchema => ({ ...value, minimum: Math.max((value.minimum as number | undefined) ?? PG_INT_MIN, 1) })
+
 function refuseNarrowing (table: string, before: Field, after: Field): void {
   const name = after.name
   const change = before.kind !== after.kind
     ? `changed kind from ${before.kind} to ${after.kind}`
-    : before.nullable && !after.nullable ? 'is no longer nullable' : narrowing(before.value, after.value)
+    : before.nullable && !after.nullable ? 'is no longer nullable' : narrowing(after.references ? asIds(before.value) : before.value, after.value)
   if (change !== undefined) {
     throw new ResourceTableError(`${table}: field "${name}" ${change}, which rows already stored may not meet; ` +
       'revert that, or add a new field and migrate the data to it yourself')
@@ -115,14 +121,46 @@ export function planResourceTableChanges (stored: ResourceTableSpec, wanted: Res
     throw new ResourceTableError(`${table}: field "${removed.name}" was removed, but its column still holds data; put it back, ` +
       `or drop the column yourself (ALTER TABLE ${ident(table)} DROP COLUMN ${ident(removed.name)}) and restart`)
   }
+  const [oldKeys, newKeys] = [referenceConstraints(stored), referenceConstraints(wanted)]
   const statements = wanted.fields.flatMap((field) => {
     const before = stored.fields.find((storedField) => storedField.name === field.name)
-    return before ? changeField(table, before, field) : addField(table, field)
+    const name = referenceName(table, field)
+    const [old, now] = [oldKeys.get(name), newKeys.get(name)]
+    // A key that changed is made again; before the field's own check, so a stored value that is no id fails as a reference.
+    const keys = old === now ? [] : [...(old ? [alter(table, `DROP CONSTRAINT ${ident(name)}`)] : []), ...(now ? [alter(table, `ADD ${now}`)] : [])]
+    return before ? [...keys, ...changeField(table, before, field)] : [...addField(table, field), ...keys]
   })
-  const [before, after] = [indexedFields(stored), indexedFields(wanted)]
-  for (const name of before) if (!after.includes(name)) statements.push(`DROP INDEX ${ident(`${table}_${name}_idx`)}`)
-  for (const name of after) if (!before.includes(name)) statements.push(indexSql(table, name))
+  const [before, after] = [tableIndexes(stored), tableIndexes(wanted)]
+  for (const [name, create] of before) if (after.get(name) !== create) statements.push(`DROP INDEX ${ident(name)}`)
+  for (const [name, create] of after) if (before.get(name) !== create) statements.push(create)
   return statements
+}
+
+/** What to do when a statement that adds a key fails on the rows already stored: by statement. */
+function refusals (spec: ResourceTableSpec): Map<string, { state: string, message: string }> {
+  const { table } = spec
+  const found = new Map<string, { state: string, message: string }>()
+  const indexes = tableIndexes(spec)
+  for (const key of spec.unique ?? []) {
+    const columns = uniqueColumns(spec, key).map(ident).join(', ')
+    found.set(indexes.get(uniqueIndexName(table, key))!, {
+      state: '23505',
+      message: `${table}: the unique key (${key.fields.join(', ')}) cannot be added: rows already stored share a ${key.fields.join(' and ')}` +
+        `${spec.owner && !key.global ? ' within one owner' : ''}; find them with SELECT ${columns}, count(*) FROM ${ident(table)} ` +
+        `GROUP BY ${columns} HAVING count(*) > 1, change or delete all but one of each, and restart; or remove the key`
+    })
+  }
+  const keys = referenceConstraints(spec)
+  for (const { field, table: referenced } of references(spec)) {
+    const column = ident(field.name)
+    found.set(alter(table, `ADD ${keys.get(referenceName(table, field))!}`), {
+      state: '23503',
+      message: `${table}: field "${field.name}" cannot reference ${field.references.resource}: rows already stored hold ids that are no row of ` +
+        `${ident(referenced)}; find them with SELECT "id", ${column} FROM ${ident(table)} WHERE ${column} NOT IN (SELECT "id" FROM ${ident(referenced)}), ` +
+        `set them to ids that exist${field.nullable ? ' (or null)' : ''} or delete them, and restart; or remove the reference`
+    })
+  }
+  return found
 }
 
 async function columnsOf (db: Database, table: string): Promise<string[] | null> {
@@ -132,8 +170,19 @@ async function columnsOf (db: Database, table: string): Promise<string[] | null>
   return rows.length === 0 ? null : rows.flatMap((row) => row.name ?? [])
 }
 
-const definitionOf = (spec: ResourceTableSpec): ResourceTableDefinition =>
-  JSON.parse(JSON.stringify({ fields: spec.fields, owner: spec.owner ?? false, indexes: indexedFields(spec) })) as ResourceTableDefinition
+function definitionOf (spec: ResourceTableSpec): ResourceTableDefinition {
+  const [unique, search] = [spec.unique ?? [], spec.search ?? []]
+  const referenced = Object.fromEntries(references(spec).map(({ field, table }) => [field.references.resource, table]))
+  // Only what a table uses: a definition from before unique, search and references keeps its digest, and so its rows' ETags.
+  return JSON.parse(JSON.stringify({
+    fields: spec.fields,
+    owner: spec.owner ?? false,
+    indexes: indexedFields(spec),
+    ...(unique.length > 0 ? { unique: unique.map(({ fields, global }) => ({ fields, global })) } : {}),
+    ...(search.length > 0 ? { search } : {}),
+    ...(Object.keys(referenced).length > 0 ? { references: referenced } : {})
+  })) as ResourceTableDefinition
+}
 
 /** Mixed into the rows' ETags, the same in every process: a row's representation follows its definition, not only its version. */
 export const definitionDigest = (spec: ResourceTableSpec) => createHash('sha256').update(canonical(definitionOf(spec))).digest('base64url')
@@ -147,9 +196,17 @@ async function plan (db: Database, spec: ResourceTableSpec, wanted: ResourceTabl
       'choose another table option, or drop or rename the existing table')
   }
   const stored = row.definition as ResourceTableDefinition
-  // A column dropped by hand, as the removal message advises, takes its field (and that field's index) with it.
-  const fields = stored.fields.filter((field) => columns.includes(field.name))
-  const statements = planResourceTableChanges({ table: spec.table, owner: stored.owner, fields, indexes: stored.indexes.filter((name) => columns.includes(name)) }, spec)
+  // A column dropped by hand, as the removal message advises, takes its field (and that field's indexes and key) with it.
+  const kept = (names: string[]) => names.every((name) => columns.includes(name))
+  const statements = planResourceTableChanges({
+    table: spec.table,
+    owner: stored.owner,
+    fields: stored.fields.filter((field) => columns.includes(field.name)),
+    indexes: stored.indexes.filter((name) => columns.includes(name)),
+    unique: (stored.unique ?? []).filter((key) => kept(key.fields)),
+    search: kept(stored.search ?? []) ? stored.search : [],
+    referencedTables: stored.references
+  }, spec)
   return statements.length === 0 && same(stored, wanted) ? null : statements
 }
 
@@ -160,7 +217,13 @@ export async function ensureTrackedTable (db: Database, spec: ResourceTableSpec)
     await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
     const statements = await plan(tx, spec, wanted)
     if (statements === null) return
-    for (const statement of statements) await tx.execute(sql.raw(statement))
+    const refused = refusals(spec)
+    for (const statement of statements) {
+      await tx.execute(sql.raw(statement)).catch((err: unknown) => {
+        const refusal = refused.get(statement)
+        throw refusal !== undefined && sqlState(err) === refusal.state ? new ResourceTableError(refusal.message) : err
+      })
+    }
     await tx.insert(fieldTableDefinitions).values({ table_name: spec.table, definition: wanted })
       .onConflictDoUpdate({ target: fieldTableDefinitions.table_name, set: { definition: wanted, updated_at: sql`now()` } })
   })

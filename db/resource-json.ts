@@ -26,9 +26,23 @@ interface Member {
 
 const server = (name: string, kind: FieldKind): Member => ({ name, kind, always: true, notNull: true })
 
+/** A member appended to a row's JSON: `value` is SQL giving JSON text, never NULL (an embedded row, or `null`). */
+export interface ExtraMember {
+  /** A plain identifier, so it needs no JSON escaping. */
+  name: string
+  value: SQL
+}
+
+const PLAIN_NAME = /^[a-z][a-z0-9_]*$/
+
 /** The row as the API's JSON text, built by PostgreSQL so nothing is decoded or serialized; a writeOnly field is never in it. */
-export function resourceJson (fields: Field[], options: ResourceJsonOptions = {}): SQL<string> {
-  return sql.raw(resourceJsonText(fields, options)) as SQL<string>
+export function resourceJson (fields: Field[], options: ResourceJsonOptions = {}, extra: ExtraMember[] = []): SQL<string> {
+  if (extra.length === 0) return sql.raw(resourceJsonText(fields, options)) as SQL<string>
+  const members = extra.map(({ name, value }) => {
+    if (!PLAIN_NAME.test(name)) throw new Error(`a row's extra member is a plain identifier, not ${JSON.stringify(name)}`)
+    return sql`${sql.raw(`',"${name}":'`)} || ${value}`
+  })
+  return sql`(${sql.raw(memberParts(fields, options).join(' || '))} || ${sql.join(members, sql` || `)} || '}')` as SQL<string>
 }
 
 export interface ResourceJsonOptions {
@@ -38,8 +52,13 @@ export interface ResourceJsonOptions {
   of?: string
 }
 
-/** resourceJson's SQL text. */
-export function resourceJsonText (fields: Field[], { owner = false, timestamps = true, of }: ResourceJsonOptions = {}): string {
+/** resourceJson's SQL text, without extra members. */
+export function resourceJsonText (fields: Field[], options: ResourceJsonOptions = {}): string {
+  return `(${memberParts(fields, options).join(' || ')} || '}')`
+}
+
+/** Each member's SQL text, the first opening the object: `id` is always there, so appended members follow a comma. */
+function memberParts (fields: Field[], { owner = false, timestamps = true, of }: ResourceJsonOptions): string[] {
   const members: Member[] = [
     server('id', 'integer'),
     ...(timestamps ? [server('created_at', 'timestamp'), server('updated_at', 'timestamp')] : []),
@@ -47,11 +66,10 @@ export function resourceJsonText (fields: Field[], { owner = false, timestamps =
     ...fields.filter((field) => !isWriteOnly(field)).map((field) => ({ name: field.name, kind: field.kind, always: alwaysPresent(field), notNull: false }))
   ]
   // Field names are plain identifiers (schemas/fields.ts), so they need no JSON escaping.
-  const parts = members.map(({ name, kind, always, notNull }, i) => {
+  return members.map(({ name, kind, always, notNull }, i) => {
     const key = `'${i === 0 ? '{' : ','}"${name}":'`
     const value = jsonValue(of === undefined ? ident(name) : `${of}.${ident(name)}`, kind)
     if (notNull) return `${key} || ${value}`
     return always ? `${key} || coalesce(${value}, 'null')` : `coalesce(${key} || ${value}, '')`
   })
-  return `(${parts.join(' || ')} || '}')`
 }

@@ -6,8 +6,10 @@ import type { FieldKind } from '../schemas/fields.js'
 import { coalesced } from '../concurrency/batch.js'
 import type { Database, Preparable, Runnable } from './client.js'
 import { statementCache } from './driver.js'
+import { ident } from './resource-table.js'
 import { InvalidCursorError } from './errors.js'
 import { containsPattern } from './items.js'
+import { rankedWindow, searchDocument, searchMatch, searchQuery, searchRank, searchShape, searchTerms, withCustomPlans, type SearchTerms } from './resource-search.js'
 
 export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'contains' | 'is'
 
@@ -35,6 +37,21 @@ export interface ListRequest {
   ownerId?: number
   /** Also count every row the filters and ownerId match. */
   count?: boolean
+  /** Only rows whose `fields` match the text (`?q=`); without a sort, the best ranked first. */
+  search?: { fields: readonly string[], text: string }
+  /** Columns read for this request over the lister's own, such as a row's JSON with embedded rows. */
+  selection?: RequestSelection
+}
+
+/**
+ * Columns of one request: `columns` binds exactly `values`, by name (identical requests made at once
+ * share one result by their JSON, so `shape` and `values` must say all that the columns read).
+ */
+export interface RequestSelection {
+  /** Same shape, same statement text: the key of its prepared statement. */
+  shape: string
+  values: Record<string, unknown>
+  columns (bind: Bind): Record<string, SQL>
 }
 
 export interface ListResult<Row> {
@@ -72,17 +89,26 @@ const invalidCursor = (cursor: string, message: string) => Object.assign(new Inv
 
 interface Key {
   name: string
-  column: PgColumn
-  kind: FieldKind
+  column: PgColumn | SQL
+  /** `rank`: the search's, a real computed per row. */
+  kind: FieldKind | 'rank'
   descending: boolean
+  notNull: boolean
 }
+
+/** The rank's key: a name no field can have, so it never shadows one in the rows read. */
+const RANK = '_rank'
+// Reals as JSON numbers: what PostgreSQL reads back from the shortest text of a real is that very real.
+const REAL_MAX = 3.4028234e38
+const REAL_MIN = 1.1754944e-38
 
 const COMPARISONS: Partial<Record<FilterOp, string>> = { eq: '=', ne: 'is distinct from', lt: '<', lte: '<=', gt: '>', gte: '>=' }
 
 /** A value in a statement: its placeholder in one prepared for every request of its shape, or the value itself. */
-type Bind = (name: string, value: unknown) => unknown
+export type Bind = (name: string, value: unknown) => unknown
 
-function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bind: Bind, name: string): SQL {
+/** The SQL of one filter on `column`; `name` names its values' placeholders. */
+export function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bind: Bind, name: string): SQL {
   const comparison = COMPARISONS[op]
   if (comparison !== undefined) return sql`${column} ${sql.raw(comparison)} ${bind(name, value)}`
   if (op === 'in') {
@@ -103,10 +129,10 @@ function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bi
 const filterShape = ({ column, op, value }: Filter) => `${column}.${op}${op === 'in' ? (value as unknown[]).length : op === 'is' ? String(value) : ''}`
 
 /** Rows strictly after `value` in the key's order, where NULL sorts above every value (ASC NULLS LAST, DESC NULLS FIRST); undefined when none can be. */
-function beyond ({ column, descending }: Key, value: unknown): SQL | undefined {
+function beyond ({ column, descending, notNull }: Key, value: unknown): SQL | undefined {
   if (value === null) return descending ? sql`${column} is not null` : undefined
   if (descending) return sql`${column} < ${value}`
-  return column.notNull ? sql`${column} > ${value}` : sql`(${column} > ${value} or ${column} is null)`
+  return notNull ? sql`${column} > ${value}` : sql`(${column} > ${value} or ${column} is null)`
 }
 
 const tie = ({ column }: Key, value: unknown) => value === null ? sql`${column} is null` : sql`${column} = ${value}`
@@ -114,7 +140,7 @@ const tie = ({ column }: Key, value: unknown) => value === null ? sql`${column} 
 /** The rows after the cursor's: one row comparison when it can (index-friendly), else (a > x) or (a = x and (b > y or ...)). */
 function after (keys: Key[], values: unknown[]): SQL {
   const direction = keys[0]!.descending
-  if (keys.every((key) => key.column.notNull && key.descending === direction)) {
+  if (keys.every((key) => key.notNull && key.descending === direction)) {
     const row = (items: unknown[]) => sql.join(items.map((item) => sql`${item}`), sql`, `)
     return sql`(${row(keys.map((key) => key.column))}) ${sql.raw(direction ? '<' : '>')} (${row(values)})`
   }
@@ -135,7 +161,8 @@ function isInstant (text: string): boolean {
 }
 
 /** Whether a decoded cursor value can be sent as the key's type: a bad one would be a database error, not a 422. */
-function fits (kind: FieldKind, value: unknown): boolean {
+function fits (kind: FieldKind | 'rank', value: unknown): boolean {
+  if (kind === 'rank') return value === 0 || (typeof value === 'number' && Math.abs(value) >= REAL_MIN && Math.abs(value) <= REAL_MAX)
   if (value === null) return true
   switch (kind) {
     case 'integer': return Number.isInteger(value) && (value as number) >= PG_INT_MIN && (value as number) <= PG_INT_MAX
@@ -173,7 +200,10 @@ function decode (cursor: string, keys: Key[], fingerprint: string): unknown[] {
   return values
 }
 
-interface Parts { matching?: SQL, after?: SQL, limit: number, offset: number }
+interface Parts { matching?: SQL, after?: SQL, limit: number, offset: number, columns?: Record<string, SQL>, window?: SQL }
+
+/** The search of a request, its terms split once: the rank key and the condition are built from it for each binding. */
+interface Search { document: string, terms: SearchTerms }
 
 // Statements kept prepared per lister, rows and counts each; a list of another shape is built for its request alone.
 const MAX_SHAPES = 64
@@ -194,7 +224,7 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
   function keyOf (key: string, descending: boolean): Key {
     const { column, kind } = columnOf(key)
     if (!sortable(kind)) throw new Error(`${key} (${kind}) cannot be sorted`)
-    return { name: key, column, kind, descending }
+    return { name: key, column, kind, descending, notNull: column.notNull }
   }
 
   /** The sort without repeats, ending at id: nothing after a unique key changes the order. */
@@ -208,31 +238,56 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
     return [...keys, keyOf('id', keys.at(-1)?.descending ?? false)]
   }
 
-  const fingerprintOf = (keys: Key[]) => createHash('sha256')
-    .update(`${name}:${keys.map((key) => `${key.descending ? '-' : ''}${key.name}`).join(',')}`)
+  // A cursor names its search too: the position of a row among one text's matches means nothing for another's.
+  const fingerprintOf = (keys: Key[], text?: string) => createHash('sha256')
+    .update(`${name}:${keys.map((key) => `${key.descending ? '-' : ''}${key.name}`).join(',')}${text === undefined ? '' : `?q=${text}`}`)
     .digest('base64url').slice(0, 12)
 
-  function matching ({ filters, ownerId }: ListRequest, bind: Bind): SQL | undefined {
+  /** The search's terms, and the document qualified by the table, which leaves the expression the GIN index's for the planner. */
+  const searchOf = ({ search }: ListRequest): Search | undefined =>
+    search && { document: searchDocument(search.fields, ident(name)), terms: searchTerms(search.text) }
+
+  /** With a search and no sort: best rank first, then oldest first. */
+  function orderOf (request: ListRequest, search: Search | undefined): Key[] {
+    if (search === undefined || request.sort.length > 0) return keysOf(request.sort)
+    // The placeholders are named as every binding names them: a statement prepared with them takes the values at run time.
+    const rank = searchRank(search.document, searchQuery(search.terms, (key) => sql.placeholder(key)))
+    return [{ name: RANK, column: rank, kind: 'rank', descending: true, notNull: true }, keyOf('id', false)]
+  }
+
+  function matching ({ filters, ownerId }: ListRequest, bind: Bind, search?: Search): SQL | undefined {
     const conditions = filters.map((filter, i) => {
       const { column, kind } = columnOf(filter.column)
       if (!OPERATORS[kind].includes(filter.op)) throw new Error(`${filter.column} (${kind}) has no ${filter.op} filter`)
       return condition(column, kind, filter, bind, `f${i}`)
     })
-    return and(...conditions, ownerId === undefined ? undefined : eq(columnOf('owner_id').column, bind('owner', ownerId)))
+    return and(
+      ...conditions,
+      ownerId === undefined ? undefined : eq(columnOf('owner_id').column, bind('owner', ownerId)),
+      search && searchMatch(search.document, searchQuery(search.terms, bind))
+    )
   }
 
-  function bound (request: ListRequest, keys: Key[], position: unknown[] | undefined, bind: Bind): Parts {
+  // A rank goes back as the real it was read as, not as a double.
+  const positionValue = (key: Key, value: unknown) => key.kind === 'rank' ? sql`${value}::real` : value
+
+  function bound (request: ListRequest, keys: Key[], position: unknown[] | undefined, bind: Bind, search?: Search): Parts {
+    const matched = matching(request, bind, search)
     return {
-      matching: matching(request, bind),
-      after: position && after(keys, position.map((value, i) => value === null ? null : bind(`p${i}`, value))),
+      matching: matched,
+      window: keys[0]!.kind === 'rank' ? rankedWindow(table, columnOf('id').column, matched!) : undefined,
+      after: position && after(keys, position.map((value, i) => value === null ? null : positionValue(keys[i]!, bind(`p${i}`, value)))),
       limit: bind('limit', request.limit + 1) as number,
-      offset: bind('offset', request.offset) as number
+      offset: bind('offset', request.offset) as number,
+      columns: request.selection?.columns(bind)
     }
   }
 
   function selectPage (exec: Database, keys: Key[], parts: Parts): Preparable<Row[]> {
-    const columnsRead = selection ? { ...Object.fromEntries(keys.map((key) => [key.name, key.column])), ...selection } : undefined
-    return (columnsRead ? exec.select(columnsRead) : exec.select()).from(table as PgTable).where(and(parts.matching, parts.after))
+    const ranked = keys.some((key) => key.kind === 'rank')
+    const columnsRead = selection || ranked ? { ...Object.fromEntries(keys.map((key) => [key.name, key.column])), ...(selection ?? columns), ...parts.columns } : undefined
+    // A ranked search's window holds the conditions: matching them again would read each row's text twice.
+    return (columnsRead ? exec.select(columnsRead) : exec.select()).from(table as PgTable).where(and(parts.window ?? parts.matching, parts.after))
       .orderBy(...keys.map((key) => key.descending ? desc(key.column) : asc(key.column)))
       .limit(parts.limit).offset(parts.offset) as unknown as Preparable<Row[]>
   }
@@ -245,21 +300,23 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
     statements.shaped(kind, shape, (as) => make().prepare(as))
 
   async function list (request: ListRequest, tx?: Database): Promise<ListResult<Row>> {
-    const keys = keysOf(request.sort)
-    const fingerprint = fingerprintOf(keys)
+    const search = searchOf(request)
+    const keys = orderOf(request, search)
+    const fingerprint = fingerprintOf(keys, request.search?.text)
     const position = request.cursor === undefined ? undefined : decode(request.cursor, keys, fingerprint)
-    const filters = `${request.filters.map(filterShape).join(',')}${request.ownerId === undefined ? '' : ';owned'}`
-    const rowsShape = `${filters}|${fingerprint}|${position?.map((value) => value === null ? 'n' : 'v').join('') ?? ''}`
-    const placeheld = () => bound(request, keys, position, (key) => sql.placeholder(key))
+    const filters = `${request.filters.map(filterShape).join(',')}${request.ownerId === undefined ? '' : ';owned'}${search ? `;${searchShape(search.terms)}` : ''}`
+    const rowsShape = `${filters}|${fingerprintOf(keys)}|${position?.map((value) => value === null ? 'n' : 'v').join('') ?? ''}|${request.selection?.shape ?? ''}`
+    const placeheld = () => bound(request, keys, position, (key) => sql.placeholder(key), search)
     const rows = tx ? undefined : prepared('rows', rowsShape, () => selectPage(db, keys, placeheld()))
     const counted = !request.count || tx ? undefined : prepared('count', filters, () => selectCount(db, placeheld()))
+    // Every value, also for a statement built inline: the rank's placeholders take theirs from here.
     const values: Record<string, unknown> = {}
-    if (rows || counted) bound(request, keys, position, (key, value) => { values[key] = value })
+    bound(request, keys, position, (key, value) => { values[key] = value }, search)
     let inline: Parts | undefined
     const run = <R>(statement: Runnable<R> | undefined, make: (exec: Database, parts: Parts) => Preparable<R>) => {
       if (statement) return statement.execute(values)
-      inline ??= bound(request, keys, position, (_key, value) => value)
-      return make(tx ?? db, inline).execute({})
+      inline ??= bound(request, keys, position, (_key, value) => value, search)
+      return make(tx ?? db, inline).execute(values)
     }
     const [found, total] = await Promise.all([
       run(rows, (exec, parts) => selectPage(exec, keys, parts)),
@@ -271,7 +328,9 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
     return result
   }
 
+  // A search's best plan depends on how common its words are: one generic plan for every text would serve some of them badly.
+  const read = (request: ListRequest) => request.search ? withCustomPlans(db, request.sort.length > 0, (tx) => list(request, tx)) : list(request)
   // Outside a transaction, the same list asked for by many requests at once is read once.
-  const shared = coalesced(list, (request: ListRequest) => JSON.stringify(request))
+  const shared = coalesced(read, (request: ListRequest) => JSON.stringify(request))
   return (request, tx) => tx ? list(request, tx) : shared(request)
 }

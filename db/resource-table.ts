@@ -19,14 +19,21 @@ export interface ResourceTableSpec {
   search?: string[]
   /** The referenced resources' tables, by resource name, for the foreign keys of reference fields. */
   referencedTables?: Record<string, string>
+  /** Writes go to the change feed's log (a trigger); default true. Not part of the stored definition. */
+  events?: boolean
   /** Definition kept in plinth_resource_tables, so fields may change between boots; default true. Untracked tables never change. */
   tracked?: boolean
 }
 
+/** What plinth_resource_tables keeps of a table; the keys a table never used are left out, so older definitions (and their digests) stay as they were. */
 export interface ResourceTableDefinition {
   fields: Field[]
   owner: boolean
   indexes: string[]
+  unique?: Array<{ fields: string[], global: boolean }>
+  search?: string[]
+  /** The referenced resources' tables, by resource name, as the foreign keys were made. */
+  references?: Record<string, string>
 }
 
 export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`

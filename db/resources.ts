@@ -2,6 +2,7 @@ import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, type PgColumn } from 'drizzle-orm/pg-core'
 import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
 import { ResourceTableError } from './errors.js'
+import { syncEventTrigger } from './event-triggers.js'
 import { ensureTrackedTable } from './resource-changes.js'
 import { buildResourceTable, type ResourceTableSpec } from './resource-table.js'
 import * as schema from './schema.js'
@@ -91,5 +92,8 @@ export async function prepareResourceTable (db: Database, spec: ResourceTableSpe
 export async function createTables (client: DatabaseClient, records: readonly string[], resources: readonly ResourceTableSpec[] = []): Promise<void> {
   await client.migrate()
   for (const name of new Set(records)) await ensureResourceTable(client.db, resourceTable(name))
-  for (const spec of resources) await prepareResourceTable(client.db, spec)
+  for (const spec of resources) {
+    await prepareResourceTable(client.db, spec)
+    await syncEventTrigger(client.db, spec, spec.events ?? true)
+  }
 }

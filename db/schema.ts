@@ -97,6 +97,42 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   index('idempotency_keys_expires_at_idx').on(table.expires_at)
 ])
 
+/** Every write to a resource with a change feed, in commit-independent id order; triggers write it, the feed reads it, a purge trims it. */
+export const resourceEvents = pgTable('resource_events', {
+  id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
+  table_name: text('table_name').notNull(),
+  op: text('op', { enum: ['created', 'updated', 'deleted'] }).notNull(),
+  row_id: integer('row_id').notNull(),
+  // No foreign key: deleting an account deletes its rows, whose delete events name it.
+  owner_id: integer('owner_id'),
+  row: text('row').notNull(),
+  created_at: createdAt()
+}, (table) => [
+  index('resource_events_table_name_id_idx').on(table.table_name, table.id),
+  check('resource_events_op', sql`${table.op} in ('created', 'updated', 'deleted')`)
+])
+
+/** Per table, the highest event id a purge deleted: a resume from below it may have missed events. */
+export const resourceEventHorizons = pgTable('resource_event_horizons', {
+  table_name: text('table_name').primaryKey(),
+  purged_through: bigint('purged_through', { mode: 'bigint' }).notNull()
+})
+
+/** Short-lived single-use tickets for a browser's EventSource, which cannot send a bearer token; kept as SHA-256. */
+export const streamTickets = pgTable('stream_tickets', {
+  hash: text('hash').primaryKey(),
+  user_id: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  // The access token's `sid`, so ending the session voids its tickets.
+  session_id: uuid('session_id'),
+  resource: text('resource').notNull(),
+  scopes: text('scopes').notNull().default(''),
+  expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  created_at: createdAt()
+}, (table) => [
+  index('stream_tickets_user_id_idx').on(table.user_id),
+  index('stream_tickets_expires_at_idx').on(table.expires_at)
+])
+
 export const items = pgTable('items', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   name: varchar('name', { length: 128 }).notNull(),

@@ -53,9 +53,15 @@ export interface OverloadState {
   passwordQueue?: QueueBound
 }
 
+/** The route config of a long-lived answer (an event stream): shed like any request when it arrives, not counted in flight while it lasts. */
+export const longLived = { plinthLongLived: true }
+
 declare module 'fastify' {
   interface FastifyInstance {
     plinthOverload: OverloadState
+  }
+  interface FastifyContextConfig {
+    plinthLongLived?: boolean
   }
 }
 
@@ -157,6 +163,8 @@ async function overloadPlugin (app: App, opts: OverloadOptions) {
         app.plinthMetrics?.shed('in_flight')
         return
       }
+      // An event stream lasts as long as its client listens: shed when it arrives, never counted as work in flight.
+      if ((request.routeOptions.config as { plinthLongLived?: boolean }).plinthLongLived === true) return done()
       inFlight++
       // 'close' comes once however the response ends, sent or cut; `on` spares the wrapper `once` makes per request.
       reply.raw.on('close', ended)

@@ -1,6 +1,8 @@
 import { readFileSync, statSync } from 'node:fs'
 import { readTemplatesDir } from '../mail/templates.js'
-import { resolveResourceOptions } from '../routes/resources/options.js'
+import type { ResourceTableSpec } from '../db/resource-table.js'
+import { resourceTableSpec } from '../routes/resources/constraints.js'
+import { resolveResourceOptions, type ResolvedResourceOptions } from '../routes/resources/options.js'
 import { ConfigError } from './error.js'
 import { readResourcesFile, type FileResourceDefinition } from './resources-file.js'
 
@@ -53,9 +55,15 @@ function readTemplates ({ MAIL_TEMPLATES_DIR: dir }: FileSettings): SettingFiles
 }
 
 /** The tables of RESOURCES_FILE's resources, for processes that prepare the database without serving it. */
-export function fieldTablesOf ({ resources }: Pick<SettingFiles, 'resources'>) {
-  return resources.map(({ options }) => {
-    const { table, fields = [], owner, indexes } = resolveResourceOptions(options)
-    return { table, fields, owner, indexes }
+export function fieldTablesOf ({ resources }: Pick<SettingFiles, 'resources'>): ResourceTableSpec[] {
+  return fieldTableSpecs(resources.map(({ options }) => resolveResourceOptions(options)))
+}
+
+/** The tables of these resources that have fields, in order: a reference names a resource given before it, as at boot. */
+export function fieldTableSpecs (resolved: ResolvedResourceOptions[]): ResourceTableSpec[] {
+  const tables = new Map<string, string>()
+  return resolved.flatMap((resource) => {
+    tables.set(resource.name, resource.table)
+    return resource.fields ? [resourceTableSpec(resource, (name) => tables.get(name))] : []
   })
 }

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import type { Guard } from '../http/types.js'
@@ -6,6 +8,7 @@ import type { Guards } from '../http/options.js'
 import type { App } from '../http/types.js'
 import type { JsonSchema } from '../schemas/fields.js'
 import { InvalidResourceOptions } from '../routes/resources/errors.js'
+import type { ResourceHooks } from '../routes/resources/hooks.js'
 import { IDENTIFIER, resolveResourceOptions, type ResourceOptions } from '../routes/resources/options.js'
 
 /** Who may call a route, in JSON: anyone, any signed-in user, a superuser, or a user with every one of these scopes. */
@@ -23,6 +26,9 @@ const FileResource = Type.Object({
   unique: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Array(Type.String()), Type.Object({}, { additionalProperties: true })]))),
   search: Type.Optional(Type.Array(Type.String())),
   maxBatch: Type.Optional(Type.Integer()),
+  eventHeartbeatSeconds: Type.Optional(Type.Number()),
+  eventBufferBytes: Type.Optional(Type.Integer()),
+  hooks: Type.Optional(Type.String({ minLength: 1, description: 'A module whose default export is the hooks object, relative to this file' })),
   guards: Type.Optional(Type.Object({ read: Type.Optional(GuardWords), write: Type.Optional(GuardWords) }, { additionalProperties: false })),
   table: Type.Optional(Type.String()),
   defaultLimit: Type.Optional(Type.Integer()),
@@ -39,6 +45,8 @@ export interface FileResourceDefinition {
   /** resourcePlugin's options, checked: all but the guards, which need the app. */
   options: ResourceOptions
   guards: { read?: GuardSpec, write?: GuardSpec }
+  /** The absolute path of the module of its hooks, loaded by loadResourceHooks. */
+  hooksModule?: string
 }
 
 /** Reads and checks a resources file; all problems are thrown together, one line each, so one start shows them all. */
@@ -61,11 +69,13 @@ export function readResourcesFile (path: string, fail: (message: string) => Erro
     } else if (error !== undefined) {
       problems.push(`${name}${error.path.replaceAll('/', '.')}: ${error.message.toLowerCase()}`)
     } else {
-      const { guards = {}, fields, ...rest } = resource as Static<typeof FileResource>
+      const { guards = {}, fields, hooks, ...rest } = resource as Static<typeof FileResource>
       const options = { name, fields: fields as JsonSchema, ...rest } as ResourceOptions
+      const hooksModule = hooks === undefined ? undefined : resolve(dirname(path), hooks)
       try {
         resolveResourceOptions(options)
-        definitions.push({ options, guards })
+        if (hooksModule !== undefined && !existsSync(hooksModule)) throw new Error(`${name}.hooks: no module at ${hooksModule}`)
+        definitions.push({ options, guards, ...(hooksModule === undefined ? {} : { hooksModule }) })
       } catch (err) {
         problems.push((err as Error).message.replace(/^resource plugin: ("[^"]+": )?/, `${name}: `))
       }
@@ -87,4 +97,22 @@ function guardOf (app: App, spec: Exclude<GuardSpec, 'public'>): Guard | undefin
 export function guardsOf (app: App, { guards }: FileResourceDefinition): Guards {
   const named = Object.entries(guards).filter((entry): entry is [string, Exclude<GuardSpec, 'public'>] => entry[1] !== 'public')
   return Object.fromEntries(named.map(([route, spec]) => [route, guardOf(app, spec)]))
+}
+
+/** The hooks of a definition, from its module's default export; a module that cannot be loaded, or exports no hooks object, stops the boot. */
+export async function loadResourceHooks ({ options, hooksModule }: FileResourceDefinition, fail: (message: string) => Error = (message) => new InvalidResourceOptions(message)): Promise<{ hooks?: ResourceHooks }> {
+  if (hooksModule === undefined) return {}
+  let hooks: unknown
+  try {
+    hooks = ((await import(pathToFileURL(hooksModule).href)) as { default?: unknown }).default
+  } catch (err) {
+    throw fail(`RESOURCES_FILE: ${options.name}.hooks: ${hooksModule} cannot be loaded: ${(err as Error).message}`)
+  }
+  if (typeof hooks !== 'object' || hooks === null) throw fail(`RESOURCES_FILE: ${options.name}.hooks: ${hooksModule} must export default an object such as { beforeCreate }`)
+  try {
+    resolveResourceOptions({ ...options, hooks: hooks as ResourceHooks })
+  } catch (err) {
+    throw fail(`RESOURCES_FILE: ${options.name}.hooks: ${hooksModule}: ${(err as Error).message.replace(/^resource plugin: "[^"]+": /, '')}`)
+  }
+  return { hooks: hooks as ResourceHooks }
 }

@@ -49,7 +49,9 @@ t.test('a typed openapi-fetch client does a session, an item and a resource roun
   t.equal(gone.error?.status, 404)
 
   const record = await api.POST('/api/v1/records', { body: { title: 'typed', description: 'record' } })
-  const recordId = record.data!.id
+  // One body answers one row; an array body, its rows: the type is the union of both.
+  if (!t.ok(record.data && !Array.isArray(record.data), 'one row for one body') || !record.data || Array.isArray(record.data)) return
+  const recordId = record.data.id
   const put = await api.PUT('/api/v1/records/{records_id}', { params: { path: { records_id: recordId } }, body: { description: null } })
   t.same(put.data, { id: recordId, title: 'typed', description: null })
   t.same((await api.GET('/api/v1/records', { params: { query: { limit: 10 } } })).data, [put.data])

@@ -35,7 +35,8 @@ const MAIN_VALUES = [
   'conflictError', 'corsPlugin', 'createItemRepository', 'createRepository', 'dbPlugin', 'docsPlugin', 'errorsPlugin',
   'etagsPlugin', 'forbiddenError', 'guardsOf', 'healthPlugin', 'loadConfig', 'metricsPlugin', 'metricsServer', 'neverShed',
   'notFoundError', 'overloadPlugin', 'problem', 'problemError', 'readResourcesFile', 'resolveConfig', 'resourcePlugin',
-  'resourceTable', 'securityPlugin', 'validationError', 'wellKnownPlugin'
+  'resourceTable', 'securityPlugin', 'validationError', 'wellKnownPlugin', 'defineResource', 'loadResourceHooks', 'resourceHooks',
+  'Reference', 'changesPlugin', 'ChangesOptionsSchema'
 ]
 
 t.test('the main entry holds what a host registers, configures and throws, and nothing lower-level', async (t) => {

@@ -8,12 +8,16 @@ export const resourceProblems = defineProblems({
   InvalidResourceOptions: { code: 'RESOURCE_INVALID_OPTIONS', message: 'resource plugin: %s' },
   // Answered as VALIDATION_FAILED, like a schema's failure, with errors[] naming the part.
   InvalidInput: { status: 422, code: 'RESOURCE_INVALID_INPUT', message: '/%s%s %s' },
+  // Named by its fields, never its values: `Another row of tasks already has this project_id and title`.
+  ResourceConflict: { status: 409, code: 'RESOURCE_CONFLICT', message: 'Another row of %s already has this %s' },
+  // A `restrict` reference: `projects 7 is still referenced by rows of tasks (project_id)...`.
+  ResourceReferenced: { status: 409, code: 'RESOURCE_REFERENCED', message: '%s %s is still referenced by rows of %s: delete those rows, or point them elsewhere, first' },
   ResourceNotRegistered: {
     code: 'RESOURCE_NOT_REGISTERED',
     message: 'no resource "%s" is registered on this app: register resourcePlugin with { name: \'%s\' }, awaited, before asking for its table'
   }
 })
 
-export const { RecordNotFound, InvalidResourceOptions, ResourceNotRegistered } = resourceProblems
+export const { RecordNotFound, InvalidResourceOptions, ResourceConflict, ResourceReferenced, ResourceNotRegistered } = resourceProblems
 
 export const invalidInput = inputError(resourceProblems.InvalidInput)

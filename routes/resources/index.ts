@@ -4,12 +4,13 @@ import type { PgColumn, PgTableWithColumns } from 'drizzle-orm/pg-core'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { buildResourceTable } from '../../db/resource-table.js'
+import changes from '../../plugins/changes.js'
 import { documentRoutes } from '../../plugins/docs.js'
-import { problemErrorHandler } from '../../http/problems.js'
 import { trailingSlashAliases } from '../../http/trailing-slash.js'
 import { jsonBodiesOnly, validatorCompiler } from '../../http/validation.js'
 import { addSchemas } from '../../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../../schemas/error.js'
+import { resourceErrorHandler } from './constraints.js'
 import { ResourceNotRegistered } from './errors.js'
 import { presetOf } from './presets.js'
 import { registerResource } from './registry.js'
@@ -49,7 +50,7 @@ const resource: FastifyPluginAsyncTypebox<ResolvedResourceOptions> = async (app,
   app.setValidatorCompiler(validatorCompiler)
   jsonBodiesOnly(app)
   // On its own in a host app, the resource still answers errors as problem documents, 422 included.
-  app.setErrorHandler(problemErrorHandler)
+  app.setErrorHandler(resourceErrorHandler(app, opts))
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
   documentRoutes(app)
   trailingSlashAliases(app)
@@ -62,6 +63,8 @@ const resourcePlugin: FastifyPluginAsyncTypebox<ResourceOptions> = async (app, o
   // This wrapper is not encapsulated, so Fastify ignores its prefix: it is handed on, plus the name.
   const { prefix = '' } = opts as { prefix?: string }
   registerResource(app, options)
+  // One change feed for every resource, unless the host registered it already (with its own options).
+  if (options.routes.events && opts.fields !== undefined && !app.hasPlugin('plinth-changes')) await app.register(changes)
   const plugin = fp<ResolvedResourceOptions>((instance, resolved) => resource(instance, resolved), {
     name: `plinth-resource:${options.name}`, fastify: '5.x', dependencies: ['plinth-db'], encapsulate: true
   })

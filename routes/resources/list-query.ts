@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { OPERATORS, sortable, type Filter, type FilterOp, type SortKey } from '../../db/resource-lists.js'
+import { MAX_SEARCH_LENGTH, MIN_PREFIX_LENGTH, searchTextRefusal } from '../../db/resource-search.js'
 import { PG_INT_MAX, PG_INT_MIN, TEXT_PATTERN } from '../../schemas/common.js'
 import { LIST_PARAMETERS, type Field, type FieldKind } from '../../schemas/fields.js'
 import { pageQuery } from '../../schemas/page.js'
@@ -20,6 +21,19 @@ export const serverColumns = ({ owner, timestamps }: { owner: boolean, timestamp
 ]
 
 interface PageLimits { defaultLimit: number, maxLimit: number }
+
+/** What a filtered list offers beyond filters and sorts: the fields `?q=` searches. */
+export interface ListOptions { search?: readonly string[] }
+
+/** `?q=`, on a resource with search fields. */
+const searchParameter = (search: readonly string[]) => Type.String({
+  minLength: 1,
+  maxLength: MAX_SEARCH_LENGTH,
+  pattern: TEXT_PATTERN,
+  description: `Only rows whose ${search.join(', ')} match these words, best matches first unless sort says otherwise (${search[0]} weighs most). ` +
+    'Every word must match; "a phrase" matches its words in order, -word excludes, or gives alternatives. ' +
+    `The last word also matches as a prefix when it has ${MIN_PREFIX_LENGTH} letters or more and no space follows it.`
+})
 
 /** The query parameter of a filter: `price` for equality, `price[gte]` for the others. */
 export const filterParameter = (column: string, op: FilterOp) => op === 'eq' ? column : `${column}[${op}]`
@@ -58,7 +72,7 @@ function filterSchema (column: Column, op: FilterOp, field?: Field): TSchema {
 }
 
 /** The filtered list's query: paging, sort, cursor, count, and a parameter for each filter each column supports. */
-function filteredQuery ({ defaultLimit, maxLimit }: PageLimits, columns: Column[], fields: Field[]) {
+export function filteredQuery ({ defaultLimit, maxLimit }: PageLimits, columns: Column[], fields: Field[], { search = [] }: ListOptions = {}) {
   const sorts = columns.filter((column) => sortable(column.kind)).map((column) => column.name)
   const filters: Record<string, TSchema> = {}
   for (const column of columns) {
@@ -73,13 +87,14 @@ function filteredQuery ({ defaultLimit, maxLimit }: PageLimits, columns: Column[
     })),
     cursor: Type.Optional(Type.String({ description: 'The position after the last row of a page, from its Link: rel="next" header' })),
     count: Type.Optional(Type.Unsafe<'exact'>({ type: 'string', enum: ['exact'], description: 'exact: the number of matching rows in X-Total-Count' })),
+    ...(search.length > 0 ? { q: Type.Optional(searchParameter(search)) } : {}),
     ...filters
   }, { additionalProperties: false })
 }
 
 const plural = (noun: string) => `${noun[0]!.toUpperCase()}${noun.slice(1)}s`
 
-export function listOperation (name: string, preset: ResourcePreset, limits: PageLimits, columns: Column[], fields: Field[]) {
+export function listOperation (name: string, preset: ResourcePreset, limits: PageLimits, columns: Column[], fields: Field[], options: ListOptions = {}) {
   const { defaultLimit, maxLimit } = limits
   if (preset.list === 'pages') {
     return {
@@ -93,7 +108,7 @@ export function listOperation (name: string, preset: ResourcePreset, limits: Pag
     description: 'A bare JSON array. Filters: `?field=value`, or `?field[op]=value` with op one of ' +
       'ne, lt, lte, gt, gte, in, contains, is, as each field allows. A `Link: <...>; rel="next"` header points at the next page ' +
       'while rows remain; `count=exact` adds the number of matching rows in `X-Total-Count`.',
-    querystring: filteredQuery(limits, columns, fields)
+    querystring: filteredQuery(limits, columns, fields, options)
   }
 }
 
@@ -108,13 +123,19 @@ export function filterParameters (columns: Column[]): Map<string, { column: stri
 }
 
 /** preValidation: an unknown parameter is a 422 naming it (the schema would drop it silently); `in` lists are split at commas. */
-export function checkListQuery (columns: Column[]) {
+export function checkListQuery (columns: Column[], { search = [] }: ListOptions = {}) {
   const filters = filterParameters(columns)
   const byName = new Map(columns.map((column) => [column.name, column]))
   return async function checkQuery (request: FastifyRequest) {
     const query = request.query as Record<string, unknown>
     for (const [key, value] of Object.entries(query)) {
       if (LIST_PARAMETERS.includes(key)) continue
+      if (key === 'q' && search.length > 0) {
+        // Said here in words: the schema's own messages would not tell a blank search from a long one.
+        const refused = typeof value === 'string' ? searchTextRefusal(value) : undefined
+        if (refused !== undefined) throw invalidInput('querystring', '/q', refused)
+        continue
+      }
       const filter = filters.get(key)
       if (filter === undefined) throw invalidInput('querystring', `/${key}`, unknownFilter(key, byName))
       if (filter.op === 'in' && typeof value === 'string') query[key] = value.split(',')
@@ -122,7 +143,7 @@ export function checkListQuery (columns: Column[]) {
   }
 }
 
-function unknownFilter (key: string, columns: Map<string, Column>): string {
+export function unknownFilter (key: string, columns: Map<string, Column>): string {
   const [, name = '', op] = PARAMETER.exec(key) ?? []
   const column = columns.get(name)
   if (column === undefined) return `is not a filter: the fields are ${[...columns.keys()].join(', ')}`
@@ -152,4 +173,25 @@ export function sortOf (text: string | undefined, columns: Column[]): SortKey[] 
     }
     return { column: name, descending }
   })
+}
+
+/** The query parameter that names the embeds; `<embed>.<param>` parameters shape an embedded list. */
+export const EMBED_PARAMETER = 'embed'
+
+/** The embeds a query asks for (`embed=project,tasks`, repeats once) and its `<embed>.<param>` parameters by embed, both taken out of it. */
+export function takeEmbedParameters (query: Record<string, unknown>): { names: string[], prefixed: Map<string, Record<string, unknown>> } {
+  const given = query[EMBED_PARAMETER]
+  delete query[EMBED_PARAMETER]
+  const names = [...new Set([given ?? []].flat().flatMap((value) => String(value).split(',')).filter((name) => name !== ''))]
+  const prefixed = new Map<string, Record<string, unknown>>()
+  for (const [key, value] of Object.entries(query)) {
+    const dot = key.indexOf('.')
+    if (dot < 0) continue
+    delete query[key]
+    const embed = key.slice(0, dot)
+    // Without a prototype: a parameter named tasks.__proto__ is one more unknown parameter, nothing else.
+    if (!prefixed.has(embed)) prefixed.set(embed, Object.create(null) as Record<string, unknown>)
+    prefixed.get(embed)![key.slice(dot + 1)] = value
+  }
+  return { names, prefixed }
 }

@@ -6,7 +6,7 @@ import { IdempotencyOptions } from '../../http/idempotency.js'
 import { PageLimitOptions, pageLimits, readGuards, readOptions, type Guards } from '../../http/options.js'
 import { validatorCompiler } from '../../http/validation.js'
 import { IDENTIFIER_PATTERN } from '../../schemas/common.js'
-import { bodyFieldSchema, readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
+import { bodyFieldSchema, isWriteOnly, readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
 import { FORMAT_MESSAGES } from '../../schemas/storable.js'
 import { InvalidResourceOptions } from './errors.js'
 import type { ResourceHooks } from './hooks.js'
@@ -47,6 +47,10 @@ export const ResourceOptionsSchema = Type.Object({
   search: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of text field names' }),
   /** The most rows a JSON array body may create at once. */
   maxBatch: Type.Integer({ minimum: 1, maximum: 10_000, default: 1000, errorMessage: 'must be an integer from 1 to 10000' }),
+  /** Seconds between the `: ping` comments of an event stream, which keep proxies from closing it. */
+  eventHeartbeatSeconds: Type.Number({ exclusiveMinimum: 0, maximum: 3600, default: 20, errorMessage: 'must be a number of seconds above 0, at most 3600' }),
+  /** Bytes an event stream may hold for a client that does not read before it is cut (the client resumes). */
+  eventBufferBytes: Type.Integer({ minimum: 1024, maximum: 1_073_741_824, default: 1_048_576, errorMessage: 'must be an integer from 1024 to 1073741824' }),
   ...ConditionalOptions,
   ...IdempotencyOptions
 })
@@ -151,7 +155,14 @@ function readUnique (name: string, fields: Field[] | undefined, unique: Static<t
 
 function readSearch (name: string, fields: Field[] | undefined, search: string[]): void {
   for (const field of fieldsNamed(name, 'search', fields, search)) {
-    if (field.kind !== 'text' && field.kind !== 'text[]') throw new InvalidResourceOptions(`"${name}": search names "${field.name}", a ${field.kind} field; search takes text fields`)
+    // An array's text is not immutable (array_out is stable), so no index could hold it.
+    if (field.kind !== 'text') throw new InvalidResourceOptions(`"${name}": search names "${field.name}", a ${field.kind} field; search takes text fields`)
+    // What a search finds tells the words of the field, a guess at a time.
+    if (isWriteOnly(field)) throw new InvalidResourceOptions(`"${name}": search names "${field.name}", a writeOnly field; searching it would tell its value`)
+  }
+  if (new Set(search).size !== search.length) throw new InvalidResourceOptions(`"${name}": search names a field twice in [${search.join(', ')}]`)
+  if (search.length > 0 && fields!.some((field) => field.name === 'q')) {
+    throw new InvalidResourceOptions(`"${name}": search takes the query parameter q, which the field "q" filters on; rename the field`)
   }
 }
 
@@ -169,7 +180,7 @@ function readHooks (name: string, hooks: unknown): ResourceHooks {
 
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
   const {
-    name, table = name, createTable, routes = {}, owner, indexes, unique, search, maxBatch, requireIfMatch, idempotencyTtlHours, ...limits
+    name, table = name, createTable, routes = {}, owner, indexes, unique, search, maxBatch, eventHeartbeatSeconds, eventBufferBytes, requireIfMatch, idempotencyTtlHours, ...limits
   } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
@@ -189,11 +200,14 @@ export function resolveResourceOptions (opts: ResourceOptions): ResolvedResource
     unique: keys,
     search,
     maxBatch,
+    eventHeartbeatSeconds,
+    eventBufferBytes,
     hooks,
     createTable,
     requireIfMatch,
     idempotencyTtlHours,
-    routes: Object.fromEntries(ROUTE_NAMES.map((route) => [route, routes[route] !== false])) as Record<RouteName, boolean>,
+    // The records preset has no change feed: its tables predate the log's trigger.
+    routes: Object.fromEntries(ROUTE_NAMES.map((route) => [route, routes[route] !== false && (route !== 'events' || fields !== undefined)])) as Record<RouteName, boolean>,
     ...pageLimits(limits, 100, InvalidResourceOptions)
   }
 }

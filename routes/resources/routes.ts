@@ -3,9 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { createRepository, type Versioned } from '../../db/crud.js'
 import { definitionDigest } from '../../db/resource-changes.js'
 import { resourceJson } from '../../db/resource-json.js'
-import { InvalidCursorError, createResourceLister } from '../../db/resource-lists.js'
+import { InvalidCursorError, createResourceLister, type RequestSelection } from '../../db/resource-lists.js'
+import { createEmbeddedReader } from '../../db/resource-embed.js'
 import { buildResourceTable, type ResourceTableSpec } from '../../db/resource-table.js'
 import { prepareResourceTable } from '../../db/resources.js'
+import { syncEventTrigger } from '../../db/event-triggers.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { conditionalWrite, rowEtags } from '../../http/conditional.js'
 import { sendCreated } from '../../http/created.js'
@@ -18,6 +20,11 @@ import { checkListQuery, filterParameters, filtersOf, sortOf } from './list-quer
 import type { ResolvedResourceOptions } from './options.js'
 import { presetOf } from './presets.js'
 import { resourceSchemas } from './schemas.js'
+import { resourceEmbeds } from './embed.js'
+import { eventRoutes } from './events.js'
+import { createBodyCompiler } from './bulk-body.js'
+import { registeredTable, resourceTableSpec } from './constraints.js'
+import { resourceWrites } from './writes.js'
 
 /** A stored row: its JSON as the API sends it (the row schema's shape), and the id and owner the routes check. */
 interface Row { id: number, owner_id?: number, json: string }
@@ -52,9 +59,11 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   }
   const db = app.plinthDb.db
   const { timestamps, tracked } = preset
-  const spec: ResourceTableSpec = { table: opts.table, fields, owner, indexes: opts.indexes, timestamps, tracked }
+  const spec: ResourceTableSpec = resourceTableSpec(opts, registeredTable(app))
   const table = buildResourceTable(opts.table, fields, { owner, timestamps })
   if (opts.createTable) await prepareResourceTable(db, spec)
+  // The change feed's log, written by a trigger while the events route is on; made again each boot, as the fields may change.
+  if (opts.createTable && opts.fields !== undefined) await syncEventTrigger(db, { table: opts.table, fields, owner, timestamps }, routes.events)
   // PostgreSQL writes each row's JSON: nothing to decode per column, nor to serialize.
   const selection = { id: table.id, ...(owner ? { owner_id: table.owner_id! } : {}), json: resourceJson(fields, { owner, timestamps }) }
   // Many requests write a resource's rows at once: their updates share a statement.
@@ -67,6 +76,9 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   // In owner mode every route knows its user: the given guards, else authentication alone.
   const guards = owner ? { read: opts.guards.read ?? app.plinthGuards.authenticate, write: opts.guards.write ?? app.plinthGuards.authenticate } : opts.guards
   const writable = fields.filter((field) => !isReadOnly(field))
+  // ?embed=: related rows inline, read in the row's own statement.
+  const embeds = resourceEmbeds(app, opts, { fields, preset, schemas, ownGuard: guards.read })
+  const readEmbedded = createEmbeddedReader<Row>(db, table, selection)
   const path = `/:${schemas.param}`
   const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number
 
@@ -85,6 +97,15 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
     return row
   }
 
+  /** The row with its embeds, or a 404 as find's. */
+  async function findEmbedded (request: FastifyRequest, embedded: RequestSelection): Promise<Row> {
+    const id = idOf(request)
+    const row = await readEmbedded(id, embedded)
+    const me = ownerOf(request)
+    if (row === null || (me !== undefined && row.owner_id !== me)) throw new RecordNotFound(name, id)
+    return row
+  }
+
   /** What `write` wrote under the versions If-Match allows; for an owner's row, If-Match is read only once the row is known to be theirs. */
   async function conditionally<T> (request: FastifyRequest, write: (id: number, ifVersions?: string[]) => Promise<T | null | false>): Promise<T> {
     // The owner never changes, so checking it before the write cannot race.
@@ -95,8 +116,11 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
     })
   }
 
+  // Hooks, a bulk's transaction and the check of references to an owner's rows.
+  const writes = resourceWrites({ app, db, name, table: opts.table, rows: rows as never, fields, hooks: opts.hooks })
+
   async function write (request: FastifyRequest, reply: FastifyReply, values: Record<string, unknown>) {
-    const row = await conditionally(request, (id, ifVersions) => rows.update(id, values as never, { ifVersions }))
+    const row = await conditionally(request, (id, ifVersions) => writes.update(request, id, values, ifVersions))
     return sendJson(reply.header('etag', etags.of(row)), row.json)
   }
 
@@ -104,8 +128,12 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
 
   if (routes.list) {
     const filtered = preset.list === 'filtered'
-    app.get('/', { schema: schemas.list, onRequest: guards.read, ...(filtered ? { preValidation: checkListQuery(schemas.columns) } : {}) }, async function listRows (request, reply) {
+    const preValidation = filtered ? [...(embeds ? [embeds.take] : []), checkListQuery(schemas.columns, { search: opts.search })] : []
+    app.get('/', { schema: embeds?.list ?? schemas.list, onRequest: guards.read, preValidation }, async function listRows (request, reply) {
       const { limit, offset, sort, cursor, count, ...query } = request.query as Record<string, unknown> & ListQuery
+      // Without search fields, a field may be called q: its filter, not a search.
+      const q = opts.search.length > 0 ? query.q as string | undefined : undefined
+      const embedded = embeds?.selectionOf(request)
       const page = await list({
         filters: filtersOf(query, filters),
         sort: sortOf(sort, schemas.columns),
@@ -113,7 +141,9 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
         offset,
         cursor,
         ownerId: ownerOf(request),
-        count: count === 'exact'
+        count: count === 'exact',
+        ...(q === undefined ? {} : { search: { fields: opts.search, text: q } }),
+        ...(embedded === undefined ? {} : { selection: embedded })
       }).catch((err: unknown) => {
         if (err instanceof InvalidCursorError) throw invalidInput('querystring', '/cursor', err.message)
         throw err
@@ -124,20 +154,28 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
     })
   }
 
+  if (routes.events && opts.fields) await eventRoutes(app, opts, { columns: schemas.columns, listQuery: schemas.list.querystring, read: guards.read })
+
   if (routes.create) {
-    app.post('/', { schema: schemas.create, onRequest: guards.write, ...idempotentCreates(db, idempotencyTtlHours, app.plinthClock) }, async function createRow (request, reply) {
-      const values: Record<string, unknown> = { ...request.body as object }
-      if (owner) {
-        if (request.account === null) throw notAuthenticated()
-        values.owner_id = request.account.id
+    const validatorCompiler = createBodyCompiler(schemas.createBody, opts.maxBatch)
+    app.post('/', { schema: schemas.create, validatorCompiler, onRequest: guards.write, ...idempotentCreates(db, idempotencyTtlHours, app.plinthClock) }, async function createRow (request, reply) {
+      if (owner && request.account === null) throw notAuthenticated()
+      const stamped = (body: object): Record<string, unknown> => owner ? { ...body, owner_id: request.account.id } : { ...body }
+      if (Array.isArray(request.body)) {
+        // All or none, in order; several rows have no one Location, nor one ETag.
+        const created = await writes.createMany(request, (request.body as object[]).map(stamped))
+        return sendJson(reply.code(201), `[${created.map((row) => row.json).join(',')}]`)
       }
-      const row = await rows.create(values as never)
+      const row = await writes.create(request, stamped(request.body as object))
       return sendCreated(reply, request, row, { etag: etags.of(row), body: row.json, type: JSON_TYPE })
     })
   }
 
   if (routes.get) {
-    app.get(path, { schema: schemas.get, onRequest: guards.read }, async function getRow (request, reply) {
+    app.get(path, { schema: embeds?.get ?? schemas.get, onRequest: guards.read, preValidation: embeds ? [embeds.take] : [] }, async function getRow (request, reply) {
+      // With embeds, no ETag: the embedded rows change without the row's version.
+      const embedded = embeds?.selectionOf(request)
+      if (embedded) return sendJson(reply, (await findEmbedded(request, embedded)).json)
       const row = await find(request)
       return etags.notModified(request, reply, row) ? reply : sendJson(reply, row.json)
     })
@@ -161,7 +199,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
 
   if (routes.delete) {
     app.delete(path, { schema: schemas.delete, onRequest: guards.write }, async function deleteRow (request, reply: FastifyReply) {
-      await conditionally(request, (id, ifVersions) => rows.delete(id, { ifVersions }))
+      await conditionally(request, (id, ifVersions) => writes.remove(request, id, ifVersions))
       return reply.code(204).send(null)
     })
   }

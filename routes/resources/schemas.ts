@@ -6,7 +6,7 @@ import { ConstraintConflict, guarded, problemResponses, type ProblemExample } fr
 import { createBodySchema, isWriteOnly, pascalName, patchBodySchema, type Field } from '../../schemas/fields.js'
 import { listOperation, serverColumns } from './list-query.js'
 import type { ResolvedResourceOptions } from './options.js'
-import { RecordNotFound } from './errors.js'
+import { RecordNotFound, ResourceConflict, ResourceReferenced } from './errors.js'
 import type { ResourcePreset } from './presets.js'
 
 /** A route of the resource `name`: its operationId (`createNotes`), its tag, and a guard's scheme and statuses. */
@@ -14,6 +14,14 @@ function resourceOperation (name: string) {
   const stem = pascalName(name)
   return <T extends { response: object }>(verb: string, summary: string, schema: T, guard: unknown) =>
     guarded({ operationId: `${verb}${stem}`, summary, tags: [name], ...schema }, guard)
+}
+
+/** A body made of its fields' first examples, as one row and as an array, when any field has examples. */
+function bodyExamples (body: TObject): { examples?: unknown[] } {
+  const example = Object.fromEntries(Object.entries(body.properties)
+    .filter(([, property]) => Array.isArray(property.examples) && property.examples.length > 0)
+    .map(([key, property]) => [key, (property.examples as unknown[])[0]]))
+  return Object.keys(example).length > 0 ? { examples: [example, [example]] } : {}
 }
 
 export function resourceSchemas (opts: ResolvedResourceOptions, fields: Field[], preset: ResourcePreset) {
@@ -31,17 +39,28 @@ export function resourceSchemas (opts: ResolvedResourceOptions, fields: Field[],
   const read = guards.read ?? (owner ? true : undefined)
   const write = guards.write ?? (owner ? true : undefined)
   const missing: ProblemExample = RecordNotFound.example(name, 7)
-  const written = () => ({ 200: withEtag(ref(row)), ...problemResponses(400, missing, ConstraintConflict, 412, 422, 428, 503) })
-  const { summary, ...list } = listOperation(name, preset, opts, columns, fields)
+  // A constraint a host adds to the table itself is answered as on any route: UNIQUE_VIOLATION, FOREIGN_KEY_VIOLATION.
+  const conflict: ProblemExample = [...ResourceConflict.example(name, opts.unique[0]?.fields.join(' and ') ?? 'slug'),
+    `${ConstraintConflict[3]!}; for a unique key of the resource, RESOURCE_CONFLICT naming its fields`]
+  const referenced: ProblemExample = [...ResourceReferenced.example(name, 7, 'tasks (project_id)'),
+    'Rows of another resource still reference this one, with onDelete restrict (RESOURCE_REFERENCED): delete or change them first']
+  const written = () => ({ 200: withEtag(ref(row)), ...problemResponses(400, missing, conflict, 412, 422, 428, 503) })
+  const { summary, ...list } = listOperation(name, preset, opts, columns, fields, { search: opts.search })
   return {
     row,
     param,
     columns,
     list: operation('list', summary, { ...list, response: { 200: Type.Array(ref(row)), ...problemResponses(422, 503) } }, read),
+    createBody: body,
     create: operation('create', `Create a ${noun} ${preset.into} ${name}`, {
-      body,
+      description: `A JSON array of 1 to ${opts.maxBatch} bodies creates every row or none, in one transaction, and answers them in order ` +
+        '(without Location or ETag); a 422 names each bad row by its index, as `/body/3/title`.',
+      body: Type.Union([body, Type.Array(body, { minItems: 1, maxItems: opts.maxBatch })], bodyExamples(body)),
       headers: IdempotentCreate.headers,
-      response: { 201: created(ref(row)), ...problemResponses(400, IdempotentCreate.inFlight, ConstraintConflict, 422, 503) }
+      response: {
+        201: created(Type.Union([ref(row), Type.Array(ref(row), { description: 'The rows of an array, in its order' })])),
+        ...problemResponses(400, IdempotentCreate.inFlight, conflict, 422, 503)
+      }
     }, write),
     get: operation('get', `Read one ${noun} of ${name}`, {
       params,
@@ -63,7 +82,7 @@ export function resourceSchemas (opts: ResolvedResourceOptions, fields: Field[],
     delete: operation('delete', `Delete one ${noun} of ${name}`, {
       params,
       headers: ConditionalWrite.headers,
-      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, ConstraintConflict, 412, 422, 428, 503) }
+      response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(missing, referenced, 412, 422, 428, 503) }
     }, write)
   }
 }

@@ -8,6 +8,7 @@ import { dbProblems } from '../../db/errors.js'
 import { httpProblems } from '../../http/errors.js'
 import type { ProblemClass } from '../../http/problem-error.js'
 import { authProblems } from '../../plugins/auth/errors.js'
+import { changesProblems } from '../../plugins/changes.js'
 import { corsProblems } from '../../plugins/cors.js'
 import { dbPluginProblems } from '../../plugins/db.js'
 import { docsProblems } from '../../plugins/docs.js'
@@ -38,6 +39,7 @@ const REGISTRIES: Record<string, Registry> = {
   'db/errors.ts': { problems: dbProblems, wire: ['RESOURCE_'], boot: ['RESOURCE_', 'PLINTH_'] },
   'schemas/errors.ts': { problems: schemaProblems, wire: ['RESOURCE_'], boot: ['RESOURCE_'] },
   'plugins/auth/errors.ts': { problems: authProblems, wire: ['AUTH_'], boot: ['AUTH_'] },
+  'plugins/changes.ts': { problems: changesProblems, wire: SHARED, boot: ['CHANGES_'] },
   'plugins/cors.ts': { problems: corsProblems, wire: SHARED, boot: ['CORS_'] },
   'plugins/db.ts': { problems: dbPluginProblems, wire: SHARED, boot: ['DB_'] },
   'plugins/docs.ts': { problems: docsProblems, wire: SHARED, boot: ['DOCS_'] },

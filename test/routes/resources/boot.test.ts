@@ -25,7 +25,7 @@ t.test('bad options fail with a message naming the option', async (t) => {
     [{ name: 'records', guard: 'authenticate' }, `resource plugin: "records": guard must be a function such as app.authenticate (got "authenticate"); ${REGISTER_AUTH}`],
     [{ name: 'records', guard: undefined }, `resource plugin: "records": guard must be a function such as app.authenticate (got undefined); ${REGISTER_AUTH}`],
     [{ name: 'records', guard: null }, `resource plugin: "records": guard must be a function such as app.authenticate (got null); ${REGISTER_AUTH}`],
-    [{ name: 'records', routes: { remove: false } }, 'resource plugin: routes.remove is unknown: routes takes list, create, get, update, delete'],
+    [{ name: 'records', routes: { remove: false } }, 'resource plugin: routes.remove is unknown: routes takes list, create, get, update, delete, events'],
     [{ name: 'records', routes: { delete: 'no' } }, 'resource plugin: routes.delete must be true or false (got "no")'],
     [{ name: 'records', routes: false }, 'resource plugin: routes must be an object such as { delete: false } (got false)'],
     [{ name: 'records', maxLimit: 0 }, 'resource plugin: maxLimit must be an integer from 1 to 2147483647 (got 0)'],
@@ -115,14 +115,21 @@ t.test('defaults: every route, a page of 100 up to 1000, the table named after t
     createTable: true,
     requireIfMatch: false,
     idempotencyTtlHours: 24,
-    routes: { list: true, create: true, get: true, update: true, delete: true },
+    routes: { list: true, create: true, get: true, update: true, delete: true, events: false },
     owner: false,
     indexes: [],
+    unique: [],
+    search: [],
+    maxBatch: 1000,
+    hooks: {},
+    eventHeartbeatSeconds: 20,
+    eventBufferBytes: 1048576,
     defaultLimit: 100,
     maxLimit: 1000
   })
+  t.equal(resolveResourceOptions({ name: 'tasks', fields: Type.Object({ title: Type.String() }) }).routes.events, true, 'a resource with fields has a change feed')
   t.equal(resolveResourceOptions({ name: 'records', maxLimit: 10 }).defaultLimit, 10, 'the default page never exceeds the maximum')
-  t.same(resolveResourceOptions({ name: 'records', routes: { delete: false } }).routes, { list: true, create: true, get: true, update: true, delete: false })
+  t.same(resolveResourceOptions({ name: 'records', routes: { delete: false } }).routes, { list: true, create: true, get: true, update: true, delete: false, events: false })
 })
 
 t.test('a bad name fails the boot of the host app', async (t) => {

@@ -134,7 +134,7 @@ t.test('POST refuses a missing or bad title and a bad description with 422; bad 
     [{ title: 'ok', description: 1 }, '/body/description', 'must be string,null'],
     [{ title: 'ok', description: 'x'.repeat(10_001) }, '/body/description', 'must NOT have more than 10000 characters'],
     [{ title: 'ok', description: 'nul\u0000' }, '/body/description', 'must not contain NUL characters'],
-    [['title'], '/body', 'must be object']
+    [['title'], '/body/0', 'must be object']
   ]
   const before = await list(`${RECORDS}/`)
   for (const [payload, path, message] of cases) {
