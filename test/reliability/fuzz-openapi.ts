@@ -13,6 +13,7 @@ export interface JsonSchema {
   maxLength?: number
   pattern?: string
   format?: string
+  anyOf?: JsonSchema[]
 }
 
 export interface Parameter {

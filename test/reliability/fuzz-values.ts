@@ -119,6 +119,8 @@ const unstorable = (schema: JsonSchema) =>
 /** Values that satisfy the schema, so that well-formed requests reach the handlers. */
 export function valid (schema: JsonSchema): fc.Arbitrary<unknown> {
   if (schema.enum) return fc.constantFrom(...schema.enum)
+  // One of several shapes, e.g. a create's one row or array of rows.
+  if (schema.anyOf) return fc.oneof(...schema.anyOf.map(valid))
   const types = typesOf(schema)
   if (types.length > 1) return fc.oneof(...types.map((type) => valid({ ...schema, type })))
   switch (types[0]) {
