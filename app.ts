@@ -11,6 +11,7 @@ import accounts from './routes/accounts/index.js'
 import catalog from './routes/catalog/index.js'
 import resources from './routes/resources/index.js'
 import auth from './plugins/auth/index.js'
+import changes from './plugins/changes.js'
 import cors from './plugins/cors.js'
 import db from './plugins/db.js'
 import docs from './plugins/docs.js'
@@ -96,6 +97,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, file
   for (const name of new Set(config.RESOURCES)) {
     await app.register(resources, { prefix: API_PREFIX, name, ...plugin.resources, ...writeScope(app, config.RECORDS_WRITE_SCOPE) })
   }
+  // The change feed of RESOURCES_FILE's resources, with the retention the settings give; a host's resources register it with defaults.
+  if (files.resources.length > 0) await app.register(changes, plugin.changes)
   for (const definition of files.resources) {
     await app.register(resources, { prefix: API_PREFIX, ...definition.options, guards: guardsOf(app, definition), ...await loadResourceHooks(definition), ...plugin.resources })
   }

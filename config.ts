@@ -6,6 +6,7 @@ import { Int, option, optionalOption, requiredOption, server, type Variable } fr
 import { redactUrl } from './db/redact-url.js'
 import { BUILT_IN_TABLES } from './db/resources.js'
 import { AuthOptionsSchema, MIN_SECRET_BYTES, type AuthOptions } from './plugins/auth/options.js'
+import { ChangesOptionsSchema, type ChangesOptions } from './plugins/changes.js'
 import { CorsOptionsSchema, type CorsOptions } from './plugins/cors.js'
 import type { EtagsOptions } from './plugins/etags.js'
 import { OverloadOptionsSchema, type OverloadOptions } from './plugins/overload.js'
@@ -27,6 +28,7 @@ const accounts = AccountsOptionsSchema.properties
 const { mail, rateLimits } = { mail: accounts.mail.properties, rateLimits: accounts.rateLimits.properties }
 const catalog = CatalogOptionsSchema.properties
 const resources = ResourceOptionsSchema.properties
+const changes = ChangesOptionsSchema.properties
 const firstSuperuser = accounts.firstSuperuser.properties
 const SECONDS = { scale: 1000 }
 
@@ -66,6 +68,7 @@ export const VARIABLES = {
   REQUIRE_VERIFIED_EMAIL: option(accounts.requireVerified),
   REQUIRE_IF_MATCH: option(catalog.requireIfMatch),
   IDEMPOTENCY_TTL_HOURS: option(catalog.idempotencyTtlHours),
+  EVENTS_RETENTION_HOURS: option(changes.retentionHours),
   ACCESS_TOKEN_EXPIRE_MINUTES: option(auth.accessTokenMinutes),
   REFRESH_TOKEN_EXPIRE_DAYS: option(auth.refreshTokenDays),
   FIRST_SUPERUSER_EMAIL: optionalOption(firstSuperuser.email),
@@ -271,7 +274,8 @@ export const PLUGIN_SCHEMAS = {
   wellKnown: WellKnownOptionsSchema,
   accounts: AccountsOptionsSchema,
   catalog: CatalogOptionsSchema,
-  resources: ResourceOptionsSchema
+  resources: ResourceOptionsSchema,
+  changes: ChangesOptionsSchema
 }
 
 export interface PluginOptions {
@@ -283,6 +287,7 @@ export interface PluginOptions {
   catalog: CatalogOptions
   /** Those of every resource mounted, RESOURCES' and RESOURCES_FILE's. */
   resources: Partial<ResourceOptions>
+  changes: ChangesOptions
   etags: EtagsOptions
   db: { migrate: boolean, listenUrl?: string }
 }
@@ -319,7 +324,7 @@ function advertisedScopes (config: Config, files: SettingFiles): string[] {
 }
 
 export function optionsOf (config: Config, files: SettingFiles): PluginOptions {
-  const options: Record<string, unknown> = { auth: {}, cors: {}, overload: {}, wellKnown: {}, accounts: { mail: {}, rateLimits: {} }, catalog: {}, resources: {} }
+  const options: Record<string, unknown> = { auth: {}, cors: {}, overload: {}, wellKnown: {}, accounts: { mail: {}, rateLimits: {} }, catalog: {}, resources: {}, changes: {} }
   for (const [name, paths] of Object.entries(TARGETS)) {
     const value = config[name as keyof Config]
     const { scale } = VARIABLES[name as keyof Config]

@@ -23,6 +23,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     REQUIRE_VERIFIED_EMAIL: false,
     REQUIRE_IF_MATCH: false,
     IDEMPOTENCY_TTL_HOURS: 24,
+    EVENTS_RETENTION_HOURS: 24,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],
@@ -251,6 +252,11 @@ t.test('the options of an empty environment are the plugins\' defaults', async (
       if (fallback !== undefined && option.type !== 'object') t.same(value, fallback, `${plugin}.${key}`)
     }
   }
+})
+
+t.test('EVENTS_RETENTION_HOURS is the change feed\'s retention, within its bounds', async (t) => {
+  t.equal(optionsOf(loadConfig({ EVENTS_RETENTION_HOURS: '48' }), readSettingFiles(loadConfig({}))).changes.retentionHours, 48)
+  t.throws(() => loadConfig({ EVENTS_RETENTION_HOURS: '0' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_RETENTION_HOURS/ })
 })
 
 t.test('resolveConfig reads no file; readSettingFiles reads each once, with the same errors', async (t) => {
