@@ -149,6 +149,12 @@ export function createTokens (keys: SigningKeys, { accessSeconds, refreshSeconds
     /** The public keys as a JWK Set, for /.well-known/jwks.json; null with HS256, whose key is secret. */
     jwks: keys.algorithm === 'HS256' ? null : { keys: [...keys.verifying.values()].map((key) => key.jwk) },
 
+    /** An access token alone, for a request that stands for a token it was once given (a change feed's ticket). */
+    issueAccess (subject: TokenSubject): string {
+      const now = secondsOf(clock)
+      return sign(subject, 'access', now, now + accessSeconds)
+    },
+
     issuePair (subject: TokenSubject, refresh = nextRefresh()): IssuedPair {
       const now = secondsOf(clock)
       return {

@@ -70,7 +70,7 @@ export function eventTickets (app: App, name: string, read: Guard | undefined) {
       const redeemed = await tickets.redeem(ticket, name)
       if (typeof redeemed === 'string') throw invalidToken(REFUSALS[redeemed])
       const subject = { id: redeemed.userId, scopes: redeemed.scopes, ...(redeemed.sessionId ? { sid: redeemed.sessionId } : {}) }
-      request.headers.authorization = `Bearer ${app.plinthTokens.issuePair(subject).access_token}`
+      request.headers.authorization = `Bearer ${app.plinthTokens.issueAccess(subject)}`
       expiries.set(request, redeemed.accessExpiresAt)
     },
 
