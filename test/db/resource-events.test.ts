@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { connect, type Database, type DatabaseClient } from '../../db/client.js'
-import { isEventId, createChangeFeed, type ChangeEvent, type ChangeFeedOptions } from '../../db/resource-events.js'
+import { isEventId, createChangeFeed, type ChangeFeedOptions } from '../../db/resource-events.js'
 import { eventFunctionName, syncEventTrigger, type EventSource } from '../../db/event-triggers.js'
 import { resourceJson } from '../../db/resource-json.js'
 import { buildResourceTable } from '../../db/resource-table.js'
@@ -9,6 +9,7 @@ import { prepareResourceTable } from '../../db/resources.js'
 import { users } from '../../db/schema.js'
 import { readFields } from '../../schemas/fields.js'
 import { movableClock } from '../support/app.js'
+import { collector } from '../support/change-collector.js'
 import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf } from '../support/database.js'
 
 const fields = readFields({
@@ -47,20 +48,6 @@ function feedOf (t: Test, client: DatabaseClient, options: Partial<ChangeFeedOpt
   })
   t.teardown(() => feed.close())
   return { feed, errors }
-}
-
-/** A subscriber that keeps what it is given and can wait for the nth event. */
-function collector () {
-  const events: ChangeEvent[] = []
-  let waiting: { count: number, resolve: () => void } | undefined
-  return {
-    events,
-    listener: (event: ChangeEvent) => {
-      events.push(event)
-      if (waiting && events.length >= waiting.count) waiting.resolve()
-    },
-    until: (count: number) => events.length >= count ? Promise.resolve() : new Promise<void>((resolve) => { waiting = { count, resolve } })
-  }
 }
 
 t.test('every insert, update and delete is logged with the row as the list shows it, writeOnly fields left out', async (t) => {

@@ -5,7 +5,6 @@ import t from 'tap'
 import { API_PREFIX } from '../../app.js'
 import { ConfigError, loadConfig, optionsOf } from '../../config.js'
 import { connect } from '../../db/client.js'
-import type { ChangeEvent } from '../../db/resource-events.js'
 import changes from '../../plugins/changes.js'
 import dbPlugin from '../../plugins/db.js'
 import resourcePlugin from '../../routes/resources/index.js'
@@ -13,6 +12,7 @@ import { readSettingFiles } from '../../settings/files.js'
 import { build } from '../support/app.js'
 import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf } from '../support/database.js'
 import { buildResources } from '../support/resources.js'
+import { collector } from '../support/change-collector.js'
 
 const TaskFields = Type.Object({
   title: Type.String(),
@@ -21,20 +21,6 @@ const TaskFields = Type.Object({
 })
 
 const TASKS = `${API_PREFIX}/tasks`
-
-/** Waits for the listener's nth event: the notification brings it, however long that takes. */
-function collector () {
-  const events: ChangeEvent[] = []
-  let waiting: { count: number, resolve: () => void } | undefined
-  return {
-    events,
-    listener: (event: ChangeEvent) => {
-      events.push(event)
-      if (waiting && events.length >= waiting.count) waiting.resolve()
-    },
-    until: (count: number) => events.length >= count ? Promise.resolve() : new Promise<void>((resolve) => { waiting = { count, resolve } })
-  }
-}
 
 t.test('a resource with fields feeds plinthChanges: created, updated and deleted, with the row as the API shows it', async (t) => {
   const app = await buildResources(t, [{ name: 'tasks', fields: TaskFields }])
