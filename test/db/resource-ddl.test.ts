@@ -12,7 +12,7 @@ import { prepareResourceTable } from '../../db/resources.js'
 import * as schema from '../../db/schema.js'
 import { fieldTableDefinitions, users } from '../../db/schema.js'
 import { readFields, type JsonSchema } from '../../schemas/fields.js'
-import { freshDatabase } from '../support/database.js'
+import { freshDatabase, rowsOf } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const { db } = client
@@ -20,8 +20,7 @@ const { db } = client
 const fieldsOf = (properties: Record<string, JsonSchema>, required: string[] = []) => readFields({ type: 'object', properties, required })
 
 async function rows<T> (query: ReturnType<typeof sql>, on: Database = db): Promise<T[]> {
-  const result = await on.execute(query) as unknown
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+  return rowsOf<T>(await on.execute(query))
 }
 
 const indexesOf = async (table: string) =>

@@ -14,17 +14,16 @@ import { ResourceTableError } from '../../db/errors.js'
 import * as schema from '../../db/schema.js'
 import { fieldTableDefinitions, users } from '../../db/schema.js'
 import { readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
-import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, unversioned } from '../support/database.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf, unversioned } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const { db } = client
 
 const fieldsOf = (properties: Record<string, JsonSchema>, required: string[] = []) => readFields({ type: 'object', properties, required })
 
-/** Rows of a raw query: postgres.js answers with the rows, PGlite with { rows }. */
+/** Rows of a raw query, from either driver. */
 async function rows<T> (query: ReturnType<typeof sql>, on: Database = db): Promise<T[]> {
-  const result = await on.execute(query) as unknown
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+  return rowsOf<T>(await on.execute(query))
 }
 
 const columnsOf = (table: string) => rows<Record<string, unknown>>(sql`
