@@ -1,4 +1,3 @@
-import type { TSchema } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { embeddedJson, type Embed, type EmbeddedResource } from '../../db/resource-embed.js'
 import type { RequestSelection } from '../../db/resource-lists.js'
@@ -11,27 +10,16 @@ import type { ResolvedResourceOptions } from './options.js'
 import type { ResourcePreset } from './presets.js'
 import { documentEmbeds, withEmbeds } from './embed-document.js'
 import { embeddedList } from './embed-query.js'
-import { registeredResource, type RegisteredResource } from './registry.js'
+import { registeredResource, type Embedding, type RegisteredResource } from './registry.js'
 
 /** What a resource shows to others' embeds beyond its registration: its limits, its routes and its row's component. */
-interface Offer {
-  defaultLimit: number
-  maxLimit: number
-  /** Forward embeds read one row by id, as its GET does; reverse embeds a list, as its list does. */
-  get: boolean
-  list: boolean
-  rowId: string
-}
-
-const offers = new WeakMap<RegisteredResource, Offer>()
-
 /** An embed a resource offers: the rows of `target` referencing or referenced through `column`. */
 interface Available {
   name: string
   kind: 'one' | 'many'
   column: string
   target: RegisteredResource
-  offer: Offer
+  offer: Embedding
   resource: EmbeddedResource
 }
 
@@ -73,11 +61,10 @@ export interface ResourceEmbeds {
  * reference this one are registered, so they are resolved at ready, from the registry.
  */
 export function resourceEmbeds<L extends object, G extends object> (app: FastifyInstance, opts: ResolvedResourceOptions, { fields, preset, schemas, ownGuard }: {
-  fields: Field[], preset: ResourcePreset, schemas: { row: TSchema, list: L, get: G }, ownGuard?: Guard
+  fields: Field[], preset: ResourcePreset, schemas: { list: L, get: G }, ownGuard?: Guard
 }): (ResourceEmbeds & { list: L, get: G }) | undefined {
   const self = registeredResource(app, opts.name)
   if (self === undefined) return undefined
-  offers.set(self, { defaultLimit: opts.defaultLimit, maxLimit: opts.maxLimit, get: opts.routes.get, list: opts.routes.list && preset.list === 'filtered', rowId: schemas.row.$id! })
   // The records preset offers none: its rows are served as before resources had fields.
   if (preset.list !== 'filtered') return undefined
   const taken = new Set([...serverColumns({ owner: opts.owner, timestamps: preset.timestamps }), ...fields].map((column) => column.name))
@@ -88,18 +75,18 @@ export function resourceEmbeds<L extends object, G extends object> (app: Fastify
     if (resolved) return resolved
     const found = new Map<string, Available>()
     const add = (name: string, embed: Omit<Available, 'name' | 'offer' | 'resource'>) => {
-      const offer = offers.get(embed.target)
-      if (offer === undefined || taken.has(name) || found.has(name)) return false
+      const offer = embed.target.embedding
+      if (taken.has(name) || found.has(name)) return false
       const { table, fields: targetFields, owner, timestamps } = embed.target
       found.set(name, { ...embed, name, offer, resource: { table, fields: targetFields, owner, timestamps } })
       return true
     }
     for (const field of fields) {
       const target = field.references && registeredResource(app, field.references.resource)
-      if (target && offers.get(target)?.get) add(baseName(field), { kind: 'one', column: field.name, target })
+      if (target?.embedding.get) add(baseName(field), { kind: 'one', column: field.name, target })
     }
     for (const target of app.hasDecorator('plinthResourceRegistry') ? app.plinthResourceRegistry.values() : []) {
-      if (!offers.get(target)?.list) continue
+      if (!target.embedding.list) continue
       const referencing = target.fields.filter((field) => field.references?.resource === opts.name)
       // Two references to this resource: each reverse embed names its field.
       for (const field of referencing) {

@@ -14,6 +14,18 @@ export interface RegisteredResource {
   timestamps: boolean
   /** The hook that guards its reads (in owner mode, authentication at least); none when public. */
   read?: Guard
+  /** How other resources may embed its rows. */
+  embedding: Embedding
+}
+
+/** What an embed of a resource's rows follows: its page limits, its routes, and its row schema's id. */
+export interface Embedding {
+  defaultLimit: number
+  maxLimit: number
+  /** Forward embeds read one row by id, as its GET does; reverse embeds a list, as its filtered list does. */
+  get: boolean
+  list: boolean
+  rowId: string
 }
 
 declare module 'fastify' {
@@ -28,7 +40,14 @@ export function registerResource (app: FastifyInstance, opts: ResolvedResourceOp
   if (!app.hasDecorator('plinthResourceRegistry')) app.decorate('plinthResourceRegistry', new Map())
   const { fields, preset } = presetOf(opts.fields)
   const read = opts.guards.read ?? (opts.owner && app.hasDecorator('plinthGuards') ? app.plinthGuards.authenticate : undefined)
-  const resource: RegisteredResource = { name: opts.name, table: opts.table, fields, owner: opts.owner, timestamps: preset.timestamps, ...(read ? { read } : {}) }
+  const embedding: Embedding = {
+    defaultLimit: opts.defaultLimit,
+    maxLimit: opts.maxLimit,
+    get: opts.routes.get,
+    list: opts.routes.list && preset.list === 'filtered',
+    rowId: preset.rowSchema(opts.name, fields, opts.owner).$id!
+  }
+  const resource: RegisteredResource = { name: opts.name, table: opts.table, fields, owner: opts.owner, timestamps: preset.timestamps, embedding, ...(read ? { read } : {}) }
   app.plinthResourceRegistry.set(opts.name, resource)
   return resource
 }
