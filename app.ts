@@ -54,6 +54,14 @@ export type BuildOptions = FastifyHttpOptions<Server> & {
   clock?: () => Date
 }
 
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/** Behind a proxy, its request id (nginx's `$request_id` in X-Request-Id), so one id follows a request across the hop in both logs. */
+function proxyRequestId (request: { headers: Record<string, string | string[] | undefined> }): string {
+  const id = request.headers['x-request-id']
+  return typeof id === 'string' && REQUEST_ID.test(id) ? id : randomUUID()
+}
+
 /** The whole service as one Fastify instance; the registration order below is its architecture. */
 export async function buildApp (settings: Partial<Config> = {}, { database, files: read, clock, ...options }: BuildOptions = {}): Promise<App> {
   const config = resolveConfig(settings)
@@ -63,7 +71,7 @@ export async function buildApp (settings: Partial<Config> = {}, { database, file
     bodyLimit: config.BODY_LIMIT,
     // Which X-Forwarded-For hops to believe for request.ip, which every per-address rule reads.
     trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
-    genReqId: () => randomUUID(),
+    genReqId: config.TRUST_PROXY === false || config.TRUST_PROXY === 0 ? () => randomUUID() : proxyRequestId,
     routerOptions: { ignoreTrailingSlash: true },
     // A new PGlite folder initialises its cluster on first open, which can take seconds.
     pluginTimeout: 60_000,

@@ -45,6 +45,15 @@ export const VARIABLES = {
     pattern: '^postgres(ql)?://',
     description: 'a postgres:// or postgresql:// URL of a direct connection to the database of DATABASE_URL, for LISTEN'
   }))),
+  DATABASE_POOL_MODE: server(Type.Union([Type.Literal('session'), Type.Literal('transaction')], {
+    default: 'session',
+    description: 'session, or transaction when DATABASE_URL is a pooler in transaction mode such as PgBouncer\'s (PostgreSQL only)'
+  })),
+  DATABASE_REPLICA_URLS: server(Type.Array(Type.String({ pattern: '^postgres(ql)?://' }), {
+    default: [],
+    description: 'a comma-separated list of postgres:// URLs of streaming replicas, for reads of lists and rows'
+  })),
+  DATABASE_REPLICA_MAX_LAG_SECONDS: server(Int(1, 10, 3600)),
   SECRET_KEY: option(auth.secret),
   JWT_ALGORITHM: option(auth.algorithm, { description: `one of ${auth.algorithm.anyOf.map(({ const: name }) => name).join(', ')}` }),
   JWT_PRIVATE_KEY: option(auth.privateKey, { description: 'a PEM or JWK private key' }),
@@ -217,6 +226,12 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (/^pglite:\/\/\s*$/.test(config.DATABASE_URL)) {
     throw new ConfigError('DATABASE_URL: pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
   }
+  if (config.DATABASE_POOL_MODE !== 'session' && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+    throw new ConfigError('DATABASE_POOL_MODE=transaction is for a PostgreSQL pooler: PGlite is one connection in this process; unset it')
+  }
+  if (config.DATABASE_REPLICA_URLS.length > 0 && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+    throw new ConfigError('DATABASE_REPLICA_URLS is set but DATABASE_URL is not PostgreSQL: PGlite has no replicas; unset it')
+  }
   if (config.DATABASE_LISTEN_URL !== undefined && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
     throw new ConfigError('DATABASE_LISTEN_URL is set but DATABASE_URL is not PostgreSQL: PGlite listens in its own process; unset it')
   }
@@ -289,7 +304,7 @@ export interface PluginOptions {
   resources: Partial<ResourceOptions>
   changes: ChangesOptions
   etags: EtagsOptions
-  db: { migrate: boolean, listenUrl?: string }
+  db: { migrate: boolean, poolMode: 'session' | 'transaction', listenUrl?: string, replicaUrls: string[], replicaMaxLagSeconds: number }
 }
 
 function * optionsIn (schema: TObject, path: string[]): Generator<[TSchema, string[]]> {
@@ -342,6 +357,12 @@ export function optionsOf (config: Config, files: SettingFiles): PluginOptions {
     ...options as unknown as PluginOptions,
     // Keyed by what every process of the deployment already shares, so their ETags agree.
     etags: { secret: config.SECRET_KEY ?? files.privateKey },
-    db: { migrate: config.CREATE_TABLES_ON_STARTUP, ...(config.DATABASE_LISTEN_URL === undefined ? {} : { listenUrl: config.DATABASE_LISTEN_URL }) }
+    db: {
+      migrate: config.CREATE_TABLES_ON_STARTUP,
+      poolMode: config.DATABASE_POOL_MODE,
+      replicaUrls: config.DATABASE_REPLICA_URLS,
+      replicaMaxLagSeconds: config.DATABASE_REPLICA_MAX_LAG_SECONDS,
+      ...(config.DATABASE_LISTEN_URL === undefined ? {} : { listenUrl: config.DATABASE_LISTEN_URL })
+    }
   }
 }

@@ -126,7 +126,7 @@ async function supervise (files: SettingFiles) {
     process.exit(1)
   }
   if (config.CREATE_TABLES_ON_STARTUP) {
-    const client = await connect(config.DATABASE_URL)
+    const client = await connect(config.DATABASE_URL, { poolMode: config.DATABASE_POOL_MODE })
     try { await createTables(client, config.RESOURCES, fieldTablesOf(files)) } finally { await client.close() }
   }
   let closing = false

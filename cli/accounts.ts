@@ -39,7 +39,7 @@ export async function hashedPassword (config: Config) {
 /** The database of DATABASE_URL, migrated first when CREATE_TABLES_ON_STARTUP, closed once `use` is done. */
 export async function withDatabase (config: Config, use: (db: Database) => Promise<void>) {
   const { connect } = await import('../db/client.js')
-  const client = await connect(config.DATABASE_URL)
+  const client = await connect(config.DATABASE_URL, { poolMode: config.DATABASE_POOL_MODE })
   try {
     if (config.CREATE_TABLES_ON_STARTUP) await client.migrate()
     await use(client.db)

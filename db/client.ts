@@ -6,6 +6,7 @@ import { createGate, type QueueBound } from '../concurrency/gate.js'
 import { gated, wrapPglite } from './driver.js'
 import { DatabaseUrlError } from './errors.js'
 import { lockFolder } from './pglite-lock.js'
+import { rowsOf } from './raw-rows.js'
 import { redactUrl } from './redact-url.js'
 import * as schema from './schema.js'
 
@@ -32,6 +33,8 @@ export type Listen = (channel: string, onNotify: (payload: string) => void) => P
 export interface DatabaseClient {
   db: Database
   driver: Driver
+  /** PostgreSQL only: how its URL's server hands out connections. */
+  poolMode?: PoolMode
   /** LISTEN: PGlite's own session, or a direct PostgreSQL connection (the listen URL's, else the database URL's); none on a stand-in client. */
   listen?: Listen
   load (): DatabaseLoad
@@ -52,18 +55,24 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 /** Advisory lock for schema changes: processes starting together take turns, and the later ones find the work done. */
 export const SCHEMA_LOCK = 0x706c6e74
 
+/** How the server end of a postgres:// URL hands out connections: `transaction` is a pooler (PgBouncer's transaction pooling) that gives each transaction any server connection. */
+export type PoolMode = 'session' | 'transaction'
+
 export interface ConnectOptions {
   /** PostgreSQL only: where LISTEN connects, past a pooler that cannot hold one (PgBouncer's transaction pooling). */
   listenUrl?: string
+  /** PostgreSQL only, `session` by default: `transaction` sends unnamed statements and keeps no state on a connection between transactions. */
+  poolMode?: PoolMode
 }
 
 const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//.test(url)
 
-export async function connect (url: string, { listenUrl }: ConnectOptions = {}): Promise<DatabaseClient> {
+export async function connect (url: string, { listenUrl, poolMode = 'session' }: ConnectOptions = {}): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))
   if (listenUrl !== undefined && !isPostgresUrl(listenUrl)) throw new DatabaseUrlError(`the listen URL ${redactUrl(listenUrl)} is not a postgres:// URL`)
-  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url, listenUrl ?? url)
+  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url, poolMode, listenUrl)
   if (listenUrl !== undefined) throw new DatabaseUrlError('a listen URL is for PostgreSQL: PGlite listens in its own process')
+  if (poolMode !== 'session') throw new DatabaseUrlError('a pool mode is for PostgreSQL: PGlite is one connection in this process')
   if (scheme === 'pglite') return connectPglite(url.slice('pglite://'.length))
   if (scheme === 'memory') return connectPglite(undefined)
   throw new Error(`unsupported database URL scheme "${scheme}://"`)
@@ -104,10 +113,12 @@ export function postgresListen (url: string): Listen {
   }
 }
 
-async function connectPostgres (url: string, listenUrl: string): Promise<DatabaseClient> {
+/** Through a transaction pooler without a direct URL: no LISTEN can hold, so the change feed relies on its poll. */
+const pollOnly: Listen = async () => ({ renew: async () => false, close: async () => {} })
+
+async function connectPostgres (url: string, poolMode: PoolMode, listenUrl: string | undefined): Promise<DatabaseClient> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
-  const { migrate } = await import('drizzle-orm/postgres-js/migrator')
   const client = postgresClient(() => postgres(url, {
     max: POOL,
     // Fail fast when the server is unreachable: requests answer 503 instead of hanging.
@@ -116,7 +127,9 @@ async function connectPostgres (url: string, listenUrl: string): Promise<Databas
     backoff: () => 0,
     idle_timeout: 60,
     // The default max_pipeline stays: a small one breaks transactions in postgres.js 3.4 (UNSAFE_TRANSACTION); `gated` avoids pipelining instead.
-    onnotice: () => {}
+    onnotice: () => {},
+    // A named statement lives on one server connection, which a transaction pooler does not keep for us.
+    prepare: poolMode === 'session'
   }), url)
   const gate = createGate(POOL)
   const pooled = gated(client, gate)
@@ -124,24 +137,35 @@ async function connectPostgres (url: string, listenUrl: string): Promise<Databas
   return {
     db,
     driver: 'postgres',
-    listen: postgresListen(listenUrl),
+    listen: listenUrl !== undefined ? postgresListen(listenUrl) : poolMode === 'session' ? postgresListen(url) : pollOnly,
+    poolMode,
     load: () => ({ size: POOL, ...gate.load() }),
     limitWaiting: gate.limitWaiting,
-    migrate: async () => {
-      // A session lock on a reserved connection, held while the migrator works through the pool.
-      const holder = await client.reserve()
-      try {
-        await holder`select pg_advisory_lock(${SCHEMA_LOCK})`
-        await migrate(db, { migrationsFolder })
-      } finally {
-        await holder`select pg_advisory_unlock(${SCHEMA_LOCK})`.catch(() => {})
-        holder.release()
-      }
-    },
+    migrate: () => migrateInOneTransaction(db),
     // Through the gate too: one pipelined burst (readiness under load) leaves its holes behind.
     ping: async () => { await pooled.unsafe('select 1') },
     close: () => client.end({ timeout: 5 })
   }
+}
+
+/**
+ * Drizzle's migrator, in drizzle's own table, but with the lock, the check of what ran and every migration in one
+ * transaction: a session lock would not hold through a transaction pooler.
+ */
+async function migrateInOneTransaction (db: Database) {
+  const { readMigrationFiles } = await import('drizzle-orm/migrator')
+  const migrations = readMigrationFiles({ migrationsFolder })
+  await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
+    await tx.execute(sql`create schema if not exists drizzle`)
+    await tx.execute(sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`)
+    const [last] = rowsOf<{ created_at: string }>(await tx.execute(sql`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`))
+    for (const migration of migrations) {
+      if (last !== undefined && Number(last.created_at) >= migration.folderMillis) continue
+      for (const statement of migration.sql) await tx.execute(sql.raw(statement))
+      await tx.execute(sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`)
+    }
+  })
 }
 
 /** The driver's client, or a DatabaseUrlError for a URL it cannot parse: Node's own error would carry the URL, password and all. */

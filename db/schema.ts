@@ -44,7 +44,9 @@ export const sessions = pgTable('sessions', {
   created_at: createdAt(),
   user_agent: text('user_agent'),
   ip: text('ip'),
-  ended_at: timestamp('ended_at', { withTimezone: true, mode: 'date' })
+  ended_at: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
+  // The primary's WAL position after the session's last write: a replica serves the session once it has replayed this far.
+  write_lsn: bigint('write_lsn', { mode: 'bigint' })
 }, (table) => [
   index('sessions_user_id_idx').on(table.user_id)
 ])

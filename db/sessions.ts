@@ -249,19 +249,21 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
 export type SessionRepository = ReturnType<typeof createSessionRepository>
 
-export interface SessionUser { user: Versioned<UserRow>, live: boolean }
+/** `writeLsn`: where the primary's WAL stood after the session's last write (null: none), for reads on replicas. */
+export interface SessionUser { user: Versioned<UserRow>, live: boolean, writeLsn: bigint | null }
 
 /** The guard's lookup, batched per event-loop turn; a lone session takes the by-id statement, cheaper than the unnest join. */
 export function createSessionLookup (db: Database) {
   const live = sql<boolean>`${sessions.id} is not null`.as('live')
   const user = { ...getTableColumns(users), version: versionOf(users) }
   const keys = sql`unnest(${sql.placeholder('ids')}::int[], ${sql.placeholder('sids')}::uuid[]) as k(id, sid)`
-  const many = db.select({ sid: sql<string>`k.sid`.as('sid'), live, user })
+  const writeLsn = sessions.write_lsn
+  const many = db.select({ sid: sql<string>`k.sid`.as('sid'), live, writeLsn, user })
     .from(keys)
     .innerJoin(users, sql`${users.id} = k.id`)
     .leftJoin(sessions, sql`${sessions.id} = k.sid and ${sessions.user_id} = k.id and ${sessions.ended_at} is null`)
     .prepare('sessions_lookup')
-  const one = db.select({ live, user })
+  const one = db.select({ live, writeLsn, user })
     .from(users)
     .leftJoin(sessions, sql`${sessions.id} = ${sql.placeholder('sid')}::uuid and ${sessions.user_id} = ${users.id} and ${sessions.ended_at} is null`)
     .where(eq(users.id, sql.placeholder('id')))
@@ -275,8 +277,13 @@ export function createSessionLookup (db: Database) {
       return pairs.map(() => row ?? null)
     }
     const rows = await many.execute({ ids: split.map(([id]) => Number(id)), sids: split.map(([, sid]) => sid) })
-    const found = new Map(rows.map((row) => [`${row.user.id} ${row.sid}`, { user: row.user, live: row.live }]))
+    const found = new Map(rows.map((row) => [`${row.user.id} ${row.sid}`, { user: row.user, live: row.live, writeLsn: row.writeLsn }]))
     return pairs.map((pair) => found.get(pair) ?? null)
   })
   return (userId: number, sid: string) => loader.load(`${userId} ${sid}`)
+}
+
+/** Records where the primary's WAL stands now, after the session's write committed: its reads then wait for a replica that far. */
+export async function recordSessionWrite (db: Database, sid: string): Promise<void> {
+  await db.update(sessions).set({ write_lsn: sql`(pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint` }).where(eq(sessions.id, sid))
 }

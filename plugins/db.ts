@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import { systemClock, type Clock } from '../db/clock.js'
-import { connect, postgresListen, type DatabaseClient } from '../db/client.js'
+import { connect, postgresListen, type DatabaseClient, type PoolMode } from '../db/client.js'
 import { redactUrl } from '../db/redact-url.js'
+import { connectReplicas, type ReplicaSet } from '../db/replicas.js'
 import { shown } from '../http/options.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
@@ -15,11 +16,15 @@ declare module 'fastify' {
     plinthDb: DatabaseClient
     /** The clock every token, mailed link, rate window, session and purge of plinth reads. */
     plinthClock: Clock
+    /** The replicas that serve reads of lists and rows, or null: everything reads the primary. */
+    plinthReplicas: ReplicaSet | null
   }
 }
 
 export type DbOptions = ({
   url: string
+  /** PostgreSQL only, `session` by default: `transaction` when `url` is a pooler in transaction mode (PgBouncer's). */
+  poolMode?: PoolMode
 } | {
   /** An already open client, which stays the caller's to close. */
   client: DatabaseClient
@@ -29,7 +34,13 @@ export type DbOptions = ({
   clock?: Clock
   /** PostgreSQL only: where LISTEN connects, when the database URL is a pooler that cannot hold one (PgBouncer's transaction pooling). */
   listenUrl?: string
+  /** PostgreSQL only: streaming replicas of the database, for reads of lists and rows. */
+  replicaUrls?: string[]
+  /** A replica further behind the primary than this serves no reads; 10 by default. */
+  replicaMaxLagSeconds?: number
 }
+
+const REPLICA_CHECK_MS = 1000
 
 /** The given client, listening through `listenUrl` when one is given. */
 function listeningThrough (client: DatabaseClient, listenUrl: string | undefined): DatabaseClient {
@@ -38,16 +49,43 @@ function listeningThrough (client: DatabaseClient, listenUrl: string | undefined
   return { ...client, listen: postgresListen(listenUrl) }
 }
 
+async function replicasOf (app: App, client: DatabaseClient, opts: DbOptions): Promise<ReplicaSet | null> {
+  const urls = opts.replicaUrls ?? []
+  const maxLagSeconds = opts.replicaMaxLagSeconds ?? 10
+  if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url))) {
+    throw new InvalidDbOptions(`replicaUrls must be postgres:// or postgresql:// URLs (got ${shown(Array.isArray(urls) ? urls.map((url) => typeof url === 'string' ? redactUrl(url) : url) : urls)})`)
+  }
+  if (!(Number.isFinite(maxLagSeconds) && maxLagSeconds > 0)) throw new InvalidDbOptions(`replicaMaxLagSeconds must be a positive number (got ${shown(maxLagSeconds)})`)
+  if (urls.length === 0) return null
+  if (client.driver !== 'postgres') throw new InvalidDbOptions('replicaUrls are for PostgreSQL: PGlite has no replicas')
+  const replicas = await connectReplicas(client.db, {
+    urls,
+    poolMode: client.poolMode,
+    maxLagSeconds,
+    checkIntervalMs: REPLICA_CHECK_MS,
+    onChange: (report) => app.log[report.status === 'ok' ? 'info' : 'warn']({ replica: report }, `replica ${report.name} is ${report.status}`)
+  })
+  app.addHook('onClose', () => replicas.close())
+  return replicas
+}
+
 /** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
 async function dbPlugin (app: App, opts: DbOptions) {
   if (opts.clock !== undefined && typeof opts.clock !== 'function') throw new InvalidDbOptions(`clock must be a function returning a Date (got ${shown(opts.clock)})`)
   if (opts.listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(opts.listenUrl)) {
     throw new InvalidDbOptions(`listenUrl must be a postgres:// or postgresql:// URL (got ${shown(redactUrl(opts.listenUrl))})`)
   }
-  const client = 'client' in opts ? listeningThrough(opts.client, opts.listenUrl) : await connect(opts.url, { listenUrl: opts.listenUrl })
+  if ('poolMode' in opts && opts.poolMode !== undefined && opts.poolMode !== 'session' && opts.poolMode !== 'transaction') {
+    throw new InvalidDbOptions(`poolMode must be 'session' or 'transaction' (got ${shown(opts.poolMode)})`)
+  }
+  const client = 'client' in opts ? listeningThrough(opts.client, opts.listenUrl) : await connect(opts.url, { listenUrl: opts.listenUrl, poolMode: opts.poolMode })
+  if (client.poolMode === 'transaction' && opts.listenUrl === undefined) {
+    app.log.warn('a transaction pooler cannot hold a LISTEN: the change feed polls every second; set DATABASE_LISTEN_URL (listenUrl) to a direct connection')
+  }
   if (!('client' in opts)) app.addHook('onClose', () => client.close())
   if (opts.migrate !== false) await client.migrate()
   app.decorate('plinthDb', client)
+  app.decorate('plinthReplicas', await replicasOf(app, client, opts))
   app.decorate('plinthClock', opts.clock ?? systemClock)
   app.log.debug({ driver: client.driver }, 'database ready')
 }

@@ -36,6 +36,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   trailingSlashAliases(app)
   // The probes that arrive in one event-loop turn share one ping: its answer is as fresh for all.
   const ping = coalesced((_key: 'ping') => within(READY_TIMEOUT_MS, () => app.plinthDb.ping()), (key) => key)
+  const replicas = app.hasDecorator('plinthReplicas') ? app.plinthReplicas : null
 
   // Probes are never shed: a busy process is alive, and readiness asks the database itself.
   app.get('/health', {
@@ -54,7 +55,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     config: neverShed,
     schema: {
       operationId: 'getReadiness',
-      summary: 'Readiness probe: 200 when the database answers',
+      summary: 'Readiness probe: 200 when the database answers, with the state of each replica',
       tags: ['health'],
       response: { 200: ref(HealthSchema), ...problemResponses(503) }
     }
@@ -65,7 +66,11 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       request.log.warn({ err }, 'readiness check failed')
       throw new NotReadyError()
     }
-    return { status: 'ok' as const }
+    // A replica down or behind only sends its reads to the primary: the instance stays ready.
+    if (replicas === null) return { status: 'ok' as const }
+    let reports = replicas.reports()
+    await within(READY_TIMEOUT_MS, async () => { reports = await replicas.check() }).catch(() => {})
+    return { status: 'ok' as const, replicas: reports }
   })
 }
 

@@ -2,10 +2,9 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { connect } from '../db/client.js'
 import { clientTypes } from '../scripts/generate-client.js'
 import { plinth } from './support/cli.js'
-import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
+import { TEST_DATABASE_URL, freshPostgresUrl, connectTo } from './support/database.js'
 import { typecheck } from './support/typecheck.js'
 
 // `--app MODULE`: plinth's openapi and migrate for a host app of one's own (test/fixtures/host-app.ts),
@@ -71,7 +70,7 @@ t.test('migrate --app creates the tables of the host\'s resources, which its own
   const grown = await plinth(['migrate', '--app', hostApp], { env: { DATABASE_URL: url, HOST_APP_TASK_DUE: '1' } })
   t.same(grown, { code: 0, stdout: `updated the table tasks; notes up to date (${driver})\n`, stderr: '' }, 'a new field of the host\'s next release')
 
-  const client = await connect(url)
+  const client = await connectTo(url)
   t.teardown(() => client.close())
   const rows = async (query: ReturnType<typeof sql>) => {
     const result = await client.db.execute(query) as unknown

@@ -7,13 +7,13 @@ import { eq, getTableName, is, sql, type SQL } from 'drizzle-orm'
 import { PgTable } from 'drizzle-orm/pg-core'
 import t, { type Test } from 'tap'
 import { buildApp, type App } from '../app.js'
-import { connect, type DatabaseClient } from '../db/client.js'
+import { type DatabaseClient } from '../db/client.js'
 import * as schema from '../db/schema.js'
 import { loadSigningKeys, thumbprint } from '../plugins/auth/keys.js'
 import { verifyPassword } from '../plugins/auth/passwords.js'
 import { DEFAULT_RATE_LIMITS, PASSWORD, build, login, register } from './support/app.js'
 import { baseEnv, command, plinth } from './support/cli.js'
-import { TEST_DATABASE_URL, freshPostgresUrl } from './support/database.js'
+import { TEST_DATABASE_URL, freshPostgresUrl, connectTo } from './support/database.js'
 import { httpRequest } from './support/http.js'
 
 const UNREACHABLE = 'postgres://plinth@127.0.0.1:1/none'
@@ -28,7 +28,7 @@ async function rows<T> (client: DatabaseClient, query: SQL): Promise<T[]> {
 
 /** The app in this process on the database the CLI wrote, closed (PGlite: one process at a time) before `use` returns. */
 async function withApp (url: string, use: (app: App) => Promise<void>) {
-  const database = await connect(url)
+  const database = await connectTo(url)
   const app = await buildApp({}, { logger: false, database })
   try {
     await use(app)
@@ -312,7 +312,7 @@ const migrations = `${journal.entries.length} migrations`
 t.test('migrate on a new database applies every migration and creates the RESOURCES tables, and says so', async (t) => {
   const run = await plinth(['migrate'], { env: { DATABASE_URL: url, RESOURCES: 'records,notes' } })
   t.same(run, { code: 0, stdout: `applied ${migrations}; created the tables records, notes (${driver})\n`, stderr: '' })
-  const client = await connect(url)
+  const client = await connectTo(url)
   t.teardown(() => client.close())
   const tables = await rows<{ name: string }>(client, sql`select table_name as name from information_schema.tables where table_schema = 'public'`)
   t.same(tables.map((row) => row.name).sort(), [...declared, 'notes', 'records'].sort())
@@ -362,7 +362,7 @@ t.test('create-superuser on an existing account promotes it, replaces its passwo
 
 /** The account's row, on a connection closed before the next command runs (PGlite: one process at a time). */
 async function userRow (email: string) {
-  const client = await connect(url)
+  const client = await connectTo(url)
   try {
     const [row] = await client.db.select().from(schema.users).where(eq(schema.users.email, email))
     if (!row) throw new Error(`no account ${email}`)

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Versioned } from '../../db/crud.js'
-import { createSessionLookup } from '../../db/sessions.js'
+import { createSessionLookup, recordSessionWrite } from '../../db/sessions.js'
 import { createUserRepository, scopeList, type UserRow } from '../../db/users.js'
 import { problemErrorHandler } from '../../http/problems.js'
 import { TokenError, inactiveUser, insufficientScope, invalidToken, notAuthenticated, notSuperuser, notVerified } from './errors.js'
@@ -41,8 +41,12 @@ declare module 'fastify' {
     /** The account behind the verified access token, loaded fresh on every request. */
     account: PlinthAccount
     tokenClaims: TokenClaims | null
+    /** Where the primary's WAL stood after the last write of the token's session (null: none yet), once a guard read its session. */
+    sessionWriteLsn: bigint | null | undefined
   }
 }
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export const SECRET_WARNING = 'SECRET_KEY is not set: tokens are signed with a random per-process key and become invalid at restart'
 
@@ -75,12 +79,13 @@ async function authPlugin (app: App, opts: AuthOptions) {
   const sessionUsers = createSessionLookup(app.plinthDb.db)
 
   /** The token's account, read fresh; with the session check, in the same statement as its session's state. */
-  async function accountOf (claims: TokenClaims): Promise<Versioned<UserRow> | null> {
+  async function accountOf (request: FastifyRequest, claims: TokenClaims): Promise<Versioned<UserRow> | null> {
     if (!sessionCheck) return users.get(subjectId(claims))
     if (claims.sid === undefined) throw invalidToken('the token names no session; log in again')
     const found = await sessionUsers(subjectId(claims), claims.sid)
     // A deactivation ends every session: an inactive account is told so (403) before its ended session is (401).
     if (found && found.user.is_active && !found.live) throw invalidToken('its session has ended')
+    request.sessionWriteLsn = found?.writeLsn
     return found?.user ?? null
   }
 
@@ -92,7 +97,7 @@ async function authPlugin (app: App, opts: AuthOptions) {
       if (err instanceof TokenError) throw invalidToken(err.message)
       throw err
     }
-    const user = await accountOf(claims)
+    const user = await accountOf(request, claims)
     if (!user) throw invalidToken('the user no longer exists')
     if (!user.is_active) throw inactiveUser()
     request.account = user
@@ -102,6 +107,15 @@ async function authPlugin (app: App, opts: AuthOptions) {
   app.decorate('plinthTokens', tokens)
   app.decorateRequest('account', null as unknown as PlinthAccount)
   app.decorateRequest('tokenClaims', null)
+  app.decorateRequest('sessionWriteLsn', undefined)
+  // Read-your-writes on replicas: a session's write is answered only once its WAL position is on the session, for its next read on any process.
+  if (sessionCheck && app.hasDecorator('plinthReplicas') && app.plinthReplicas !== null) {
+    const db = app.plinthDb.db
+    app.addHook('onSend', async function recordWrite (request, reply) {
+      const sid = request.tokenClaims?.sid
+      if (sid !== undefined && !SAFE_METHODS.has(request.method) && reply.statusCode < 400) await recordSessionWrite(db, sid)
+    })
+  }
   const guards: PlinthGuards = {
     authenticate: guard(authenticate),
     requireSuperuser: guard(async function requireSuperuser (request) {

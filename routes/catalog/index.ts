@@ -6,6 +6,7 @@ import { sendCreated } from '../../http/created.js'
 import { documentRoutes } from '../../plugins/docs.js'
 import { trailingSlashAliases } from '../../http/trailing-slash.js'
 import { idempotentCreates } from '../../http/idempotency.js'
+import { readsOn } from '../../http/reads.js'
 import { problemErrorHandler } from '../../http/problems.js'
 import { jsonBodiesOnly, validatorCompiler } from '../../http/validation.js'
 import { addSchemas } from '../../schemas/common.js'
@@ -20,6 +21,7 @@ import { catalogSchemas } from './schemas.js'
 const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => {
   const { defaultLimit, maxLimit, requireIfMatch, etags, idempotencyTtlHours, guards } = resolveCatalogOptions(opts)
   const items = createItemRepository(app.plinthDb.db)
+  const read = readsOn(app, createItemRepository, items)
   jsonBodiesOnly(app)
   const itemEtags = etags ? rowEtags(app, 'items') : undefined
   const schemas = catalogSchemas(defaultLimit, maxLimit, guards, etags)
@@ -40,17 +42,17 @@ const catalog: FastifyPluginAsyncTypebox<CatalogOptions> = async (app, opts) => 
     const limit = Math.min(request.query.limit, maxLimit)
     const q = request.query.q || undefined
     if (afterId === undefined) {
-      const { rows, total } = await items.page({ q, offset, limit })
+      const { rows, total } = await read(request, (items) => items.page({ q, offset, limit }))
       return page(rows, total, { offset, limit })
     }
     if (offset > 0) throw invalidInput('querystring', '/offset', 'must be 0 when after_id is given')
     // One row more than the page says whether another page follows.
-    const { rows, total } = await items.pageAfter({ q, afterId, limit: limit + 1 })
+    const { rows, total } = await read(request, (items) => items.pageAfter({ q, afterId, limit: limit + 1 }))
     return page(rows.slice(0, limit), total, { offset: 0, limit }, rows.length > limit)
   })
 
   app.get('/items/:item_id', { schema: schemas.getItem, onRequest: guards.read }, async function getItem (request, reply) {
-    const item = await items.get(request.params.item_id)
+    const item = await read(request, (items) => items.get(request.params.item_id))
     if (!item) throw new ItemNotFound(request.params.item_id)
     return itemEtags?.notModified(request, reply, item) ? reply : item
   })

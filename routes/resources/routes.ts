@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Database } from '../../db/client.js'
 import { createRepository, type Versioned } from '../../db/crud.js'
 import { definitionDigest } from '../../db/resource-changes.js'
 import { resourceJson } from '../../db/resource-json.js'
@@ -12,6 +13,7 @@ import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { conditionalWrite, rowEtags } from '../../http/conditional.js'
 import { sendCreated } from '../../http/created.js'
 import { idempotentCreates } from '../../http/idempotency.js'
+import { readsOn } from '../../http/reads.js'
 import { canonicalUrl } from '../../http/trailing-slash.js'
 import { addSchemas } from '../../schemas/common.js'
 import { isReadOnly } from '../../schemas/fields.js'
@@ -71,14 +73,20 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   // A field added with a default changes every row's body but not its version: a definition that can change is in the ETag too.
   const etags = rowEtags(app, opts.table, tracked ? definitionDigest(spec) : '')
   const schemas = resourceSchemas(opts, fields, preset)
-  const list = createResourceLister<typeof table, Row>(db, table, Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind])), selection)
+  const columnKinds = Object.fromEntries(schemas.columns.map((column) => [column.name, column.kind]))
+  // Lists and single rows read where the request may: a replica that has its writes, else the primary.
+  const reads = (on: Database) => ({
+    rows: on === db ? rows : createRepository<typeof table, Row>(on, table, { selection }),
+    list: createResourceLister<typeof table, Row>(on, table, columnKinds, selection),
+    embedded: createEmbeddedReader<Row>(on, table, selection)
+  })
+  const read = readsOn(app, reads)
   const filters = filterParameters(schemas.columns)
   // In owner mode every route knows its user: the given guards, else authentication alone.
   const guards = owner ? { read: opts.guards.read ?? app.plinthGuards.authenticate, write: opts.guards.write ?? app.plinthGuards.authenticate } : opts.guards
   const writable = fields.filter((field) => !isReadOnly(field))
   // ?embed=: related rows inline, read in the row's own statement.
   const embeds = resourceEmbeds(app, opts, { fields, preset, schemas, ownGuard: guards.read })
-  const readEmbedded = createEmbeddedReader<Row>(db, table, selection)
   const path = `/:${schemas.param}`
   const idOf = (request: FastifyRequest) => (request.params as Record<string, number>)[schemas.param] as number
 
@@ -89,9 +97,9 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   }
 
   /** The row, or a 404 when it is missing or someone else's: an owner's rows are invisible to others, never forbidden. */
-  async function find (request: FastifyRequest): Promise<Versioned<Row>> {
+  async function find (request: FastifyRequest, from: Pick<typeof rows, 'get'> = rows): Promise<Versioned<Row>> {
     const id = idOf(request)
-    const row = await rows.get(id)
+    const row = await from.get(id)
     const me = ownerOf(request)
     if (row === null || (me !== undefined && row.owner_id !== me)) throw new RecordNotFound(name, id)
     return row
@@ -100,7 +108,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
   /** The row with its embeds, or a 404 as find's. */
   async function findEmbedded (request: FastifyRequest, embedded: RequestSelection): Promise<Row> {
     const id = idOf(request)
-    const row = await readEmbedded(id, embedded)
+    const row = await read(request, ({ embedded: readEmbedded }) => readEmbedded(id, embedded))
     const me = ownerOf(request)
     if (row === null || (me !== undefined && row.owner_id !== me)) throw new RecordNotFound(name, id)
     return row
@@ -134,7 +142,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
       // Without search fields, a field may be called q: its filter, not a search.
       const q = opts.search.length > 0 ? query.q as string | undefined : undefined
       const embedded = embeds?.selectionOf(request)
-      const page = await list({
+      const page = await read(request, ({ list }) => list({
         filters: filtersOf(query, filters),
         sort: sortOf(sort, schemas.columns),
         limit: Math.min(limit, maxLimit),
@@ -144,7 +152,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
         count: count === 'exact',
         ...(q === undefined ? {} : { search: { fields: opts.search, text: q } }),
         ...(embedded === undefined ? {} : { selection: embedded })
-      }).catch((err: unknown) => {
+      })).catch((err: unknown) => {
         if (err instanceof InvalidCursorError) throw invalidInput('querystring', '/cursor', err.message)
         throw err
       })
@@ -176,7 +184,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
       // With embeds, no ETag: the embedded rows change without the row's version.
       const embedded = embeds?.selectionOf(request)
       if (embedded) return sendJson(reply, (await findEmbedded(request, embedded)).json)
-      const row = await find(request)
+      const row = await read(request, (on) => find(request, on.rows))
       return etags.notModified(request, reply, row) ? reply : sendJson(reply, row.json)
     })
   }

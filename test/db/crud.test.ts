@@ -5,7 +5,7 @@ import { createRepository } from '../../db/crud.js'
 import { serverBusy, serverBusyIn } from '../../concurrency/busy.js'
 import { isRefusedValue, refusedField } from '../../db/errors.js'
 import { items } from '../../db/schema.js'
-import { countingDatabase, freshDatabase, oneConnection, rowsOf, unversioned } from '../support/database.js'
+import { countingDatabase, freshDatabase, oneConnection, rowsOf, TEST_POOL_MODE, unversioned } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const repo = createRepository(client.db, items, { batchUpdates: true })
@@ -41,7 +41,8 @@ t.test('concurrent gets share one query and each gets its own row, missing ids n
 const manyRows = pgTable('many_rows', { id: integer('id').primaryKey().generatedAlwaysAsIdentity(), name: text('name').notNull() })
 
 t.test('lookups by id keep one generic plan instead of planning each batch anew', {
-  skip: client.driver === 'pglite' && 'PGlite keeps no prepared statement: it plans every query'
+  skip: (client.driver === 'pglite' && 'PGlite keeps no prepared statement: it plans every query') ||
+    (TEST_POOL_MODE === 'transaction' && 'a transaction pooler keeps no named statement: each query is planned anew')
 }, async (t) => {
   const db = await oneConnection(t, client)
   await db.execute(sql`create table many_rows (id int generated always as identity primary key, name text not null)`)

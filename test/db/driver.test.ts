@@ -12,7 +12,8 @@ import t, { type Test } from 'tap'
 import { createGate } from '../../concurrency/gate.js'
 import type { Database } from '../../db/client.js'
 import { gated, prepareAs, statementCache } from '../../db/driver.js'
-import { freshPglite, freshPostgresUrl, rowsOf, TEST_DATABASE_URL } from '../support/database.js'
+import { connectTo, freshPglite, freshPostgresUrl, oneConnection, rowsOf, TEST_DATABASE_URL, TEST_POOL_MODE, rawOptions } from '../support/database.js'
+import { createUserRepository } from '../../db/users.js'
 
 const root = new URL('../../', import.meta.url)
 const migrationsFolder = fileURLToPath(new URL('db/migrations', root))
@@ -28,6 +29,8 @@ t.test('the installed drivers are the versions the seams of db/driver.ts were wr
 
 const PG = TEST_DATABASE_URL ? false : 'PostgreSQL only (TEST_DATABASE_URL)'
 const PGLITE = TEST_DATABASE_URL ? 'PGlite only (without TEST_DATABASE_URL)' : false
+// Through a transaction pooler nothing is named: the tests of what a connection keeps are the other mode's.
+const NAMED = PG || (TEST_POOL_MODE === 'transaction' && 'named statements: DATABASE_POOL_MODE=session only')
 
 /** A table with a key that is not its column's name and a value the driver decodes, to see Drizzle's row mapping. */
 const driverRows = pgTable('driver_rows', {
@@ -64,7 +67,7 @@ async function everyKindOfQuery (db: Database) {
 
 t.test('Drizzle reaches postgres.js only by awaiting unsafe() or unsafe().values(), by begin, and by its options', { skip: PG }, async (t) => {
   const url = await freshPostgresUrl(t)
-  const client = postgres(url, { max: 1, onnotice: () => {} })
+  const client = postgres(url, rawOptions)
   t.teardown(() => client.end())
   const read = new Set<string>()
   const seen = recording(client, 'sql.', read, (key, method) =>
@@ -94,7 +97,7 @@ async function database (t: Test): Promise<{ db: Database, driver: 'pglite' | 'p
     t.teardown(() => client.close())
     return { db: client.db, driver: 'pglite' }
   }
-  const client = postgres(await freshPostgresUrl(t), { max: 1, onnotice: () => {} })
+  const client = postgres(await freshPostgresUrl(t), rawOptions)
   t.teardown(() => client.end())
   return { db: onPostgres({ client }) as unknown as Database, driver: 'postgres' }
 }
@@ -116,13 +119,13 @@ t.test('a builder whose getSQL is replaced prepares the text given and maps its 
     { id: 2, madeAt: new Date('2026-02-03T04:05:06.789Z'), label: null }
   ], 'by position, under the builder\'s keys, timestamps decoded to Date')
   await statement.execute({ rows: '[]' })
-  if (driver === 'pglite') return
+  if (driver === 'pglite' || NAMED) return
   const [prepared, ...others] = await kept(db, 'insert into driver_rows (made_at, label) select%')
   t.equal(others.length, 0)
   t.equal(prepared?.runs, 2, 'prepared once on the connection, run twice')
 })
 
-t.test('a prepared statement is kept once per connection and reused; a builder run as it is, never', { skip: PG }, async (t) => {
+t.test('a prepared statement is kept once per connection and reused; a builder run as it is, never', { skip: NAMED }, async (t) => {
   const { db } = await database(t)
   await db.execute(createDriverRows)
   const statements = statementCache('driver_rows', 1)
@@ -136,8 +139,20 @@ t.test('a prepared statement is kept once per connection and reused; a builder r
     'postgres.js names statements itself: if ours reach the server, two repositories over one table must not share them')
 })
 
+t.test('in transaction pool mode every statement is unnamed: no server connection keeps one, behind a pooler or not', { skip: PG }, async (t) => {
+  const client = await connectTo(await freshPostgresUrl(t), { poolMode: 'transaction' })
+  t.teardown(() => client.close())
+  await client.migrate()
+  const db = await oneConnection(t, client)
+  const users = createUserRepository(db)
+  const made = await users.create({ email: 'unnamed@example.com', hashed_password: 'x' })
+  for (let i = 0; i < 3; i++) t.equal((await users.get(made!.id))?.email, 'unnamed@example.com')
+  t.same(await kept(db, '%'), [], 'pg_prepared_statements is empty')
+  t.equal(client.poolMode, 'transaction')
+})
+
 t.test('postgres.js runs unsafe() only once awaited, answers arrays from .values(), and runs begin\'s callback once', { skip: PG }, async (t) => {
-  const client = postgres(await freshPostgresUrl(t), { max: 1, onnotice: () => {} })
+  const client = postgres(await freshPostgresUrl(t), rawOptions)
   t.teardown(() => client.end())
   await client.unsafe('create table noted (n int)')
   const insert = client.unsafe('insert into noted values (1)')
@@ -159,7 +174,7 @@ t.test('postgres.js refuses a query with ECONNREFUSED when nothing listens, befo
 })
 
 t.test('through gated(), queries and transactions take their turn at the gate, start when awaited and run once', { skip: PG }, async (t) => {
-  const client = postgres(await freshPostgresUrl(t), { max: 1, onnotice: () => {} })
+  const client = postgres(await freshPostgresUrl(t), rawOptions)
   t.teardown(() => client.end())
   const gate = createGate(1)
   const pooled = gated(client, gate)

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { connect, type Database, type DatabaseClient } from '../../db/client.js'
+import { type Database, type DatabaseClient } from '../../db/client.js'
 import { isEventId, createChangeFeed, type ChangeFeedOptions } from '../../db/resource-events.js'
 import { eventFunctionName, syncEventTrigger, type EventSource } from '../../db/event-triggers.js'
 import { resourceJson } from '../../db/resource-json.js'
@@ -10,7 +10,7 @@ import { users } from '../../db/schema.js'
 import { readFields } from '../../schemas/fields.js'
 import { movableClock } from '../support/app.js'
 import { collector } from '../support/change-collector.js'
-import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf } from '../support/database.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf, connectTo } from '../support/database.js'
 
 const fields = readFields({
   type: 'object',
@@ -298,10 +298,10 @@ t.test('two transactions committing out of order are both delivered, in id order
 
 t.test('a write through another client, as another instance would make it, reaches a subscriber here', postgres, async (t) => {
   const url = await freshPostgresUrl(t)
-  const here = await connect(url)
+  const here = await connectTo(url)
   t.teardown(() => here.close())
   await here.migrate()
-  const elsewhere = await connect(url)
+  const elsewhere = await connectTo(url)
   t.teardown(() => elsewhere.close())
   const notes = await loggedTable(here.db, 'shared_notes')
   const { feed } = feedOf(t, here)
@@ -333,7 +333,7 @@ t.test('a listener whose connection was cut listens again when renewed (the feed
 
 t.test('processes booting together make the trigger once, without failing on each other', postgres, async (t) => {
   const url = await freshPostgresUrl(t)
-  const clients = await Promise.all([1, 2, 3, 4].map(() => connect(url)))
+  const clients = await Promise.all([1, 2, 3, 4].map(() => connectTo(url)))
   t.teardown(() => Promise.all(clients.map((client) => client.close())))
   await clients[0]!.migrate()
   await prepareResourceTable(clients[0]!.db, { table: 'raced_notes', fields })
@@ -348,7 +348,7 @@ t.test('processes booting together make the trigger once, without failing on eac
 t.test('a gap is not held for a transaction of another database of the cluster', postgres, async (t) => {
   const client = await freshDatabase(t)
   const notes = await loggedTable(client.db, 'cluster_notes')
-  const other = await connect(await freshPostgresUrl(t))
+  const other = await connectTo(await freshPostgresUrl(t))
   t.teardown(() => other.close())
   let release!: () => void
   let began!: () => void

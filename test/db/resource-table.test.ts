@@ -3,7 +3,7 @@ import { drizzle as onPglite } from 'drizzle-orm/pglite'
 import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
 import { generateDrizzleJson, generateMigration } from 'drizzle-kit/api'
 import t from 'tap'
-import { connect, type Database, type DatabaseClient } from '../../db/client.js'
+import { type Database, type DatabaseClient } from '../../db/client.js'
 import { createRepository, type Repository } from '../../db/crud.js'
 import { sqlState } from '../../db/errors.js'
 import { definitionDigest, planResourceTableChanges } from '../../db/resource-changes.js'
@@ -14,7 +14,7 @@ import { ResourceTableError } from '../../db/errors.js'
 import * as schema from '../../db/schema.js'
 import { fieldTableDefinitions, users } from '../../db/schema.js'
 import { readFields, type Field, type JsonSchema } from '../../schemas/fields.js'
-import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf, unversioned } from '../support/database.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf, unversioned, connectTo } from '../support/database.js'
 
 const client = await freshDatabase(t)
 const { db } = client
@@ -442,7 +442,7 @@ t.test('processes booting together take turns: each table is created and changed
   let clients = [client, client]
   if (TEST_DATABASE_URL) {
     const url = await freshPostgresUrl(t)
-    clients = await Promise.all([connect(url), connect(url)])
+    clients = await Promise.all([connectTo(url), connectTo(url)])
     t.teardown(() => Promise.all(clients.map((each) => each.close())))
     await clients[0]!.migrate()
   }

@@ -10,7 +10,7 @@ import dbPlugin from '../../plugins/db.js'
 import resourcePlugin from '../../routes/resources/index.js'
 import { readSettingFiles } from '../../settings/files.js'
 import { build } from '../support/app.js'
-import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf } from '../support/database.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, rowsOf, connectTo, listenUrlOf } from '../support/database.js'
 import { buildResources } from '../support/resources.js'
 import { collector } from '../support/change-collector.js'
 
@@ -140,9 +140,10 @@ t.test('the db plugin refuses a listenUrl it cannot use', async (t) => {
 
 t.test('with DATABASE_LISTEN_URL, the feed listens there, and hears writes made through DATABASE_URL', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async (t) => {
   const url = await freshPostgresUrl(t)
-  const database = await connect(url)
+  const database = await connectTo(url)
   t.teardown(() => database.close())
-  const listenUrl = new URL(url)
+  // The server itself, past the suite's transaction pooler if it runs through one.
+  const listenUrl = new URL(listenUrlOf(url) ?? url)
   listenUrl.searchParams.set('application_name', 'plinth_direct')
   const app = await build(t, { DATABASE_URL: url, DATABASE_LISTEN_URL: listenUrl.toString(), RESOURCES: [] }, { database })
   await app.register(resourcePlugin, { prefix: API_PREFIX, name: 'tasks', fields: TaskFields })

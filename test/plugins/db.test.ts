@@ -11,7 +11,7 @@ import dbPlugin from '../../plugins/db.js'
 import { connect } from '../../db/client.js'
 import { createTables } from '../../db/resources.js'
 import { build } from '../support/app.js'
-import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl } from '../support/database.js'
+import { TEST_DATABASE_URL, freshDatabase, freshPostgresUrl, connectTo } from '../support/database.js'
 
 // Every table db/schema.ts declares, so the expectation follows the schema.
 const declared = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableName(table)).sort()
@@ -49,7 +49,7 @@ t.test('migrating twice is a no-op', async (t) => {
 t.test('processes migrating one PostgreSQL database at once take turns', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async (t) => {
   const url = await freshPostgresUrl(t)
   // Four clients stand for four processes starting together (two servers, WORKERS, db:migrate).
-  const clients = await Promise.all([1, 2, 3, 4].map(() => connect(url)))
+  const clients = await Promise.all([1, 2, 3, 4].map(() => connectTo(url)))
   t.teardown(() => Promise.all(clients.map((client) => client.close())))
   await Promise.all(clients.map((client) => createTables(client, ['records'])))
   t.same(await tableNames(clients[0]!), [...declared, 'records'].sort(), 'every table once, no duplicate-table failure')

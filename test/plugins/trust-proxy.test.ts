@@ -58,3 +58,17 @@ t.test('off, forged addresses cannot spread the failures of one client', async (
   for (let i = 1; i <= 4; i++) statuses.push((await attempt(i)).statusCode)
   t.same(statuses, [400, 400, 400, 429])
 })
+
+t.test('behind a proxy, its X-Request-Id is the request id the logs carry; a malformed one, or one sent with no proxy set, is not', async (t) => {
+  const idOf = async (settings: Partial<Config>, requestId: string) => {
+    const app = await build(t, settings)
+    let seen = ''
+    app.addHook('onResponse', async (request) => { seen = request.id })
+    await app.inject({ url: '/api/v1/health', headers: { 'x-request-id': requestId } })
+    return seen
+  }
+  t.equal(await idOf({ TRUST_PROXY: ['127.0.0.1'] }, '5f0c6a1e2b3d4c5e6f708192a3b4c5d6'), '5f0c6a1e2b3d4c5e6f708192a3b4c5d6', 'the proxy\'s id')
+  t.match(await idOf({ TRUST_PROXY: 1 }, 'forged\nlevel=fatal'), /^[0-9a-f-]{36}$/, 'a line break or a space is no id: a new one')
+  t.match(await idOf({ TRUST_PROXY: 1 }, 'x'.repeat(129)), /^[0-9a-f-]{36}$/, 'nor one of more than 128 characters')
+  t.match(await idOf({}, '5f0c6a1e2b3d4c5e6f708192a3b4c5d6'), /^[0-9a-f-]{36}$/, 'no proxy set: a client\'s header is not believed')
+})

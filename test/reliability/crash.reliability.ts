@@ -6,6 +6,7 @@ import { acknowledged, listedIds, startLoad, tally, writes } from '../support/lo
 import { httpRequest } from '../support/http.js'
 import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 import { startServer } from '../support/server-process.js'
+import { rawOptions } from '../support/database.js'
 
 /**
  * kill -9 of the server under a write load; `crash` may take down more (PostgreSQL itself) and
@@ -54,7 +55,7 @@ t.test('kill -9 of the server and of PostgreSQL together under write load: no ac
   skip: hasPostgresServer() ? false : 'no PostgreSQL server binaries on this machine'
 }, async (t) => {
   const pg = await privatePostgres(t)
-  const admin = postgres(pg.url, { max: 1, onnotice: () => {} })
+  const admin = postgres(pg.url, rawOptions)
   const [{ setting }] = await admin`select setting from pg_settings where name = 'data_directory'` as unknown as [{ setting: string }]
   await admin.end()
   // As at a power cut minus the kernel: the postmaster dies at once, so commits live only if the

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import postgres from 'postgres'
 import t from 'tap'
 import { PASSWORD } from '../support/app.js'
-import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
+import { freshPostgresUrl, TEST_DATABASE_URL, rawOptions } from '../support/database.js'
 import { httpRequest, type HttpAnswer, type HttpRequestOptions } from '../support/http.js'
 import { hasPostgresServer, privatePostgres } from '../support/postgres-server.js'
 import { startServer, type ServerProcess } from '../support/server-process.js'
@@ -61,7 +61,7 @@ t.test('separate server processes on one database with one SECRET_KEY', { skip }
   t.comment(`three processes listening ${elapsed(startedAt)} after the start`)
 
   const journal = JSON.parse(await readFile(new URL('../../db/migrations/meta/_journal.json', import.meta.url), 'utf8'))
-  const sql = postgres(database, { max: 1, onnotice: () => {} })
+  const sql = postgres(database, rawOptions)
   const applied = await sql<Array<{ hash: string }>>`select hash from drizzle.__drizzle_migrations`
   await sql.end()
   t.equal(new Set(applied.map((row) => row.hash)).size, journal.entries.length, 'each migration is applied')

@@ -1,8 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { connect } from '../../db/client.js'
-import { freshPostgresUrl, TEST_DATABASE_URL } from '../support/database.js'
+import { freshPostgresUrl, TEST_DATABASE_URL, connectTo } from '../support/database.js'
 import { startServer } from '../support/server-process.js'
 import { cpuSeconds, maxBetween, medianBetween, refreshRows, rssMb, sampler } from './soak-probes.js'
 import { byRoute, byStream, series, tally } from './soak-report.js'
@@ -40,7 +39,7 @@ t.test(`soak: ${SECONDS} s of steady mixed traffic on ${TEST_DATABASE_URL ? 'Pos
   setUpClient.close()
 
   // A PGlite folder is the server's alone while it runs; PostgreSQL can be watched meanwhile.
-  const observer = TEST_DATABASE_URL ? await connect(url) : undefined
+  const observer = TEST_DATABASE_URL ? await connectTo(url) : undefined
   const rows = observer ? sampler(1000, () => refreshRows(observer.db)) : undefined
   const rss = sampler(2000, () => rssMb(pid))
   const cpuBefore = await cpuSeconds(pid)
@@ -55,7 +54,7 @@ t.test(`soak: ${SECONDS} s of steady mixed traffic on ${TEST_DATABASE_URL ? 'Pos
 
   server.child.kill('SIGTERM')
   t.same(await server.exited, [0, null], 'the server exits 0 on SIGTERM after the soak')
-  const after = await connect(url)
+  const after = await connectTo(url)
   const rowsAfter = await refreshRows(after.db)
   await after.close()
 

@@ -5,11 +5,40 @@ import { drizzle as onPglite } from 'drizzle-orm/pglite'
 import { drizzle as onPostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import type { Test } from 'tap'
-import { connect, connectPglite, type Database, type DatabaseClient } from '../../db/client.js'
+import { connect, connectPglite, type ConnectOptions, type Database, type DatabaseClient, type PoolMode } from '../../db/client.js'
 import * as schema from '../../db/schema.js'
 
 /** Set to run the whole suite on PostgreSQL, e.g. postgres://plinth@127.0.0.1:55432/plinth */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
+
+/** `transaction` when TEST_DATABASE_URL is a pooler in transaction mode (PgBouncer's): every client then runs as DATABASE_POOL_MODE=transaction. */
+export const TEST_POOL_MODE: PoolMode = process.env.TEST_DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session'
+
+/** With a transaction pooler, the server itself, where LISTEN connects, as DATABASE_LISTEN_URL would say: e.g. postgres://plinth@127.0.0.1:55432/plinth */
+const TEST_DATABASE_LISTEN_URL = process.env.TEST_DATABASE_LISTEN_URL
+
+/** The direct URL of a database reached through TEST_DATABASE_URL's pooler, when the suite has one. */
+export function listenUrlOf (url: string): string | undefined {
+  if (TEST_POOL_MODE === 'session' || !TEST_DATABASE_URL || !TEST_DATABASE_LISTEN_URL) return undefined
+  const through = new URL(url)
+  if (through.host !== new URL(TEST_DATABASE_URL).host) return undefined
+  const direct = new URL(TEST_DATABASE_LISTEN_URL)
+  direct.pathname = through.pathname
+  return direct.toString()
+}
+
+/** DATABASE_POOL_MODE (and the listen URL) for a child process whose `env` names a PostgreSQL DATABASE_URL, as the suite's own clients have them. */
+export function childPoolMode (env: Record<string, string>): Record<string, string> {
+  if (env.DATABASE_URL === undefined || !/^postgres(ql)?:/.test(env.DATABASE_URL)) return {}
+  const listenUrl = listenUrlOf(env.DATABASE_URL)
+  return { DATABASE_POOL_MODE: TEST_POOL_MODE, ...(listenUrl === undefined ? {} : { DATABASE_LISTEN_URL: listenUrl }) }
+}
+
+/** A client of plinth's on a test database, in the suite's pool mode. */
+export const connectTo = (url: string, options: ConnectOptions = {}) => connect(url, { poolMode: TEST_POOL_MODE, listenUrl: listenUrlOf(url), ...options })
+
+/** postgres.js options for a test's own connection: no named statements through a transaction pooler. */
+export const rawOptions = { max: 1, onnotice: () => {}, prepare: TEST_POOL_MODE === 'session' }
 
 const root = new URL('../..', import.meta.url).pathname
 const migrations = join(root, 'db/migrations')
@@ -57,7 +86,7 @@ export async function freshPglite ({ migrated = true } = {}): Promise<DatabaseCl
 export async function freshPostgresUrl (t: Test): Promise<string> {
   if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set')
   const name = `plinth_test_${randomBytes(6).toString('hex')}`
-  const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} })
+  const admin = postgres(TEST_DATABASE_URL, rawOptions)
   await admin.unsafe(`create database ${name}`)
   t.teardown(async () => {
     await admin.unsafe(`drop database if exists ${name} with (force)`)
@@ -71,7 +100,7 @@ export async function freshPostgresUrl (t: Test): Promise<string> {
 /** A database no other test sees, closed when the test ends: migrated, or empty when asked. */
 export async function freshDatabase (t: Test, { migrated = true } = {}): Promise<DatabaseClient> {
   const client = TEST_DATABASE_URL
-    ? await connect(await freshPostgresUrl(t))
+    ? await connectTo(await freshPostgresUrl(t))
     : await freshPglite({ migrated })
   t.teardown(() => client.close())
   if (migrated) await client.migrate()

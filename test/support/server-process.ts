@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline'
 import type { Test } from 'tap'
 import { ConfigSchema } from '../../config.js'
 import { NO_EVENT_LOOP_SHEDDING, NO_RATE_LIMITS } from './app.js'
+import { childPoolMode } from './database.js'
 
 const serverTs = new URL('../../server.ts', import.meta.url).pathname
 // The child runs server.ts through the same TypeScript loader (and its environment) as this test,
@@ -18,7 +19,7 @@ const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) =
  */
 export function startServer (t: Test, env: Record<string, string>) {
   const child = spawn(process.execPath, [...loader, serverTs], {
-    env: { ...baseEnv, HOST: '127.0.0.1', PORT: '0', ...Object.fromEntries(Object.entries({ ...NO_RATE_LIMITS, ...NO_EVENT_LOOP_SHEDDING }).map(([name, value]) => [name, String(value)])), ...env },
+    env: { ...baseEnv, HOST: '127.0.0.1', PORT: '0', ...Object.fromEntries(Object.entries({ ...NO_RATE_LIMITS, ...NO_EVENT_LOOP_SHEDDING }).map(([name, value]) => [name, String(value)])), ...childPoolMode(env), ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })

@@ -4,12 +4,11 @@ import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { loadConfig, type Config } from '../../../config.js'
 import { fieldTablesOf, readSettingFiles } from '../../../settings/files.js'
-import { connect } from '../../../db/client.js'
 import { migrate as migrateDatabase } from '../../../db/migrate.js'
 
 const migrate = (config: Config) => migrateDatabase(config.DATABASE_URL, { resources: config.RESOURCES, fieldTables: fieldTablesOf(readSettingFiles(config)) })
 import { build, newAccount } from '../../support/app.js'
-import { TEST_DATABASE_URL, freshPostgresUrl } from '../../support/database.js'
+import { TEST_DATABASE_URL, freshPostgresUrl, connectTo } from '../../support/database.js'
 import { httpRequest } from '../../support/http.js'
 import { startServer } from '../../support/server-process.js'
 
@@ -110,7 +109,7 @@ t.test('plinth migrate creates a file resource\'s table, adds new fields, and re
   t.match(first, /^applied \d+ migrations; created the tables records, notes \((pglite|postgres)\)$/)
   const grown = await migrate(loadConfig({ DATABASE_URL: url, RESOURCES_FILE: await version({ title, due: { type: 'string', format: 'date' } }) }))
   t.match(grown, /^updated the table notes; records up to date \((pglite|postgres)\)$/, 'it says what it changed')
-  const client = await connect(url)
+  const client = await connectTo(url)
   const columns = await client.db.execute(sql`select column_name as name from information_schema.columns where table_name = 'notes' order by ordinal_position`) as unknown as Array<{ name: string }>
   // Closed before the next migrate: a PGlite folder is one process's, one client's, at a time.
   await client.close()
