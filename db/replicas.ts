@@ -49,6 +49,8 @@ interface Replica {
   replayed: bigint
 }
 
+const SAMPLE_MS = 50
+
 const WAL_POSITION = (expression: string) => sql.raw(`(${expression} - '0/0'::pg_lsn)::bigint`)
 
 async function primaryPosition (primary: Database): Promise<bigint> {
@@ -66,12 +68,14 @@ export async function connectReplicas (primary: Database, options: ReplicaOption
   let turn = 0
   // Where the primary's WAL stood at each check: a replica at position P is as far behind as the first check that saw the primary past P.
   const heads: Array<{ lsn: bigint, at: number }> = []
-  const maxHeads = Math.ceil(options.maxLagSeconds * 1000 / options.checkIntervalMs) + 2
+  // Kept a little past the bound: a replica behind every sample is past the bound.
+  const keptMs = options.maxLagSeconds * 1000 + 2 * options.checkIntervalMs
 
   function lagSeconds (replayed: bigint, head: bigint | undefined): number {
     if (head === undefined || replayed >= head) return 0
-    const since = heads.find((sample) => sample.lsn > replayed)?.at ?? heads[0]?.at ?? performance.now()
-    return (performance.now() - since) / 1000
+    // Past every sample: behind by less than the time since the last one.
+    const first = heads.find((sample) => sample.lsn > replayed)
+    return first === undefined ? 0 : (performance.now() - first.at) / 1000
   }
 
   const setStatus = (replica: Replica, next: ReplicaReport) => {
@@ -97,9 +101,11 @@ export async function connectReplicas (primary: Database, options: ReplicaOption
 
   const checkAll = coalesced(async (_key: 'all') => {
     const head = await primaryPosition(primary).catch(() => undefined)
-    if (head !== undefined && (heads.length === 0 || head > heads.at(-1)!.lsn)) {
-      heads.push({ lsn: head, at: performance.now() })
-      if (heads.length > maxHeads) heads.shift()
+    const now = performance.now()
+    // One sample per SAMPLE_MS at most, however often reads ask: lag is told to that much.
+    if (head !== undefined && (heads.length === 0 || (head > heads.at(-1)!.lsn && now - heads.at(-1)!.at >= SAMPLE_MS))) {
+      heads.push({ lsn: head, at: now })
+      while (heads.length > 2 && heads[1]!.at < now - keptMs) heads.shift()
     }
     await Promise.all(replicas.map((replica) => checkOne(replica, head)))
     return replicas.map((replica) => replica.report)

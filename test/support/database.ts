@@ -19,7 +19,7 @@ const TEST_DATABASE_LISTEN_URL = process.env.TEST_DATABASE_LISTEN_URL
 
 /** The direct URL of a database reached through TEST_DATABASE_URL's pooler, when the suite has one. */
 export function listenUrlOf (url: string): string | undefined {
-  if (TEST_POOL_MODE === 'session' || !TEST_DATABASE_URL || !TEST_DATABASE_LISTEN_URL) return undefined
+  if (TEST_POOL_MODE === 'session' || !TEST_DATABASE_URL || !TEST_DATABASE_LISTEN_URL || !URL.canParse(url)) return undefined
   const through = new URL(url)
   if (through.host !== new URL(TEST_DATABASE_URL).host) return undefined
   const direct = new URL(TEST_DATABASE_LISTEN_URL)

@@ -11,3 +11,12 @@ export async function until<T> (what: string, find: () => T | undefined, ms = 12
   }
   throw new Error(`gave up after ${ms} ms waiting for ${what}`)
 }
+
+/** `until` for a `find` that asks a server: each poll awaits the answer before the next. */
+export async function untilAnswered<T> (what: string, find: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(100)) {
+    const found = await find()
+    if (found !== undefined) return found
+  }
+  throw new Error(`gave up after ${ms} ms waiting for ${what}`)
+}
