@@ -15,6 +15,8 @@ main(async () => {
   const key = process.env.BENCH_JWT_PRIVATE_KEY
   const app = await buildApp({
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'memory://',
+    // The *-pooled-transaction scenarios' server: its DATABASE_URL is then a PgBouncer in transaction pooling.
+    ...(process.env.BENCH_DATABASE_POOL_MODE === 'transaction' ? { DATABASE_POOL_MODE: 'transaction' as const } : {}),
     LOG_LEVEL: 'silent',
     // Limits on, far above what a scenario sends from its one address: their cost is measured, they never trip.
     ...BENCH_RATE_LIMITS,

@@ -5,6 +5,7 @@ import { failWith, readArgs } from './flags.js'
 import { BARE, CONNECTIONS, load, prepare, type Measured, type Request } from './load.js'
 import { formatTable, median, problems, redact, toRow, writeJson, type Row } from './report.js'
 import { overloadNames, overloadPhases, runOverload } from './overload.js'
+import { POOL_MODES, pooledMode, poolerUrl, poolersMissing } from './pooler.js'
 import { allScenarioNames, observability, onPostgres, scenarios } from './scenarios.js'
 import { killServers, pinCpus, runPinned, START_FLAGS, startServer, stopServer, stopServers, type Pinning, type Server } from './servers.js'
 import { pgliteStartup } from './startup.js'
@@ -16,7 +17,8 @@ const USAGE = `usage: npm run bench -- [--quick] [--only name1,name2] [--observa
                exits 1 if any request failed or answered non-2xx (as every run does)
                (default: 3 rounds of 10 s after a 3 s warm-up)
   --only       run only these scenarios: ${[...allScenarioNames, ...overloadNames].join(', ')}
-               (the *-1m ones need BENCH_DATABASE_URL=postgres://...; overload-* run 3 s of warm-up and 10 s at
+               (the *-1m ones need BENCH_DATABASE_URL=postgres://..., the *-pooled-* ones BENCH_POOLER_SESSION_URL and
+               BENCH_POOLER_TRANSACTION_URL as well; overload-* run 3 s of warm-up and 10 s at
                50 connections, 30 s at 500 and 10 s at 50 again, or 2 s, 2 s and 3 s with --quick)
   --observability  only item-get and item-post with metrics on and ETags computed, against both off
   --json       also write bench/results/latest.json
@@ -52,6 +54,8 @@ function readFlags () {
     quick,
     json: values.json,
     selected: names ? scenarios.filter((s) => names.includes(s.name)) : scenarios,
+    // Whether to say why pooled scenarios are missing: only when they were asked for, or all were.
+    poolersAsked: names ? names.some((name) => pooledMode(name) !== undefined) : true,
     overload: names ? overloadNames.filter((name) => names.includes(name)) : overloadNames,
     warmup: quick ? 0 : 3,
     duration: count('duration', values.duration, quick ? 1 : 10),
@@ -155,12 +159,20 @@ async function main () {
       wanted('observed') ? startServer('app (metrics on)', 'app-server', pinning, { ...appEnv('observed'), BENCH_OBSERVED: '1' }) : undefined
     ])
     const servers = { eddsa, stateless, observed }
+    // The app server again with its DATABASE_URL the pooler's; transaction pooling takes unnamed statements only.
+    const pooled = Object.fromEntries(await Promise.all(POOL_MODES.filter((mode) => flags.selected.some((s) => pooledMode(s.name) === mode)).map(async (mode) =>
+      [mode, await startServer(`app (PgBouncer, ${mode} pooling)`, 'app-server', pinning, {
+        BENCH_DATABASE_URL: poolerUrl(mode)!, BENCH_DATABASE_POOL_MODE: mode, BENCH_SEED_ITEMS: '0', BENCH_SEED_TASKS: '0'
+      })] as const)))
+    const missing = flags.poolersAsked ? poolersMissing(onPostgres) : undefined
+    if (missing) notes.push(missing)
     const rows: Row[] = []
     const baseline: Measured[] = []
     for (const group of pairedGroups(flags.selected)) {
       const runs = []
       for (const scenario of group) {
-        const server = scenario.server ? servers[scenario.server]! : app
+        const mode = pooledMode(scenario.name)
+        const server = mode ? pooled[mode]! : scenario.server ? servers[scenario.server]! : app
         const request = await prepare(scenario, server.url, flags.quick)
         const bound = scenario.bound ? await argon2Bound(pinning, flags.quick ? 1 : 5) : undefined
         const floor = scenario.bound ? await loginFloor(pinning, request, flags.warmup, flags.duration) : undefined

@@ -1,6 +1,7 @@
 import type autocannon from 'autocannon'
 import { call, times } from './http.js'
 import type { Scenario } from './scenario.js'
+import { POOL_MODES, pooledName, poolerAvailable } from './pooler.js'
 import { authScenarios } from './scenarios-auth.js'
 import { resizeItems } from './seed-items.js'
 import { resizeTasks } from './seed-tasks.js'
@@ -162,6 +163,12 @@ export const observability: Scenario[] = [
   itemPost('item-post-observed', ITEMS, { server: 'observed', against: 'item-post-plain' })
 ]
 
+/** item-get and item-post again through PgBouncer, in each pool mode, in the direct one's rounds. */
+const pooled: Scenario[] = POOL_MODES.flatMap((mode) => [
+  itemGet(pooledName('item-get', mode), ITEMS, { against: 'item-get', postgresOnly: true }),
+  itemPost(pooledName('item-post', mode), ITEMS, { against: 'item-post', postgresOnly: true })
+])
+
 const BROWSER_ENCODINGS = 'gzip, deflate, br'
 
 const everyScenario: Scenario[] = [
@@ -199,6 +206,7 @@ const everyScenario: Scenario[] = [
   itemGet('item-get', ITEMS),
   ...atOneMillion,
   itemPost('item-post', ITEMS),
+  ...pooled,
   ...observability,
   {
     name: 'item-patch',
@@ -268,5 +276,5 @@ const everyScenario: Scenario[] = [
 ]
 
 /** The scenarios this database offers, in run order. */
-export const scenarios = everyScenario.filter((s) => onPostgres || !s.postgresOnly)
+export const scenarios = everyScenario.filter((s) => (onPostgres || !s.postgresOnly) && poolerAvailable(s.name))
 export const allScenarioNames = everyScenario.map((s) => s.name)

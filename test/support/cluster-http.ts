@@ -1,14 +1,7 @@
 import { Agent, request } from 'node:http'
-import type { HttpAnswer } from './http.js'
+import { parseJson, requestParts, type HttpAnswer, type HttpRequestOptions } from './http.js'
 
-export interface ClusterRequest {
-  method?: string
-  json?: unknown
-  form?: Record<string, string>
-  token?: string
-  headers?: Record<string, string>
-  timeoutMs?: number
-}
+export type ClusterRequest = HttpRequestOptions
 
 /**
  * An HTTP client from one loopback address (any of 127.0.0.0/8 on Linux): behind nginx, with
@@ -23,20 +16,11 @@ export function clusterClient (base: string, from = '127.0.0.1', sockets = 16) {
 
 export type ClusterClient = ReturnType<typeof clusterClient>
 
-function sendRequest (agent: Agent, localAddress: string, base: string, path: string, { method, json, form, token, headers: extra, timeoutMs = 30_000 }: ClusterRequest): Promise<HttpAnswer> {
-  const headers: Record<string, string> = { ...extra }
-  let body: string | undefined
-  if (token) headers.authorization = `Bearer ${token}`
-  if (json !== undefined) {
-    headers['content-type'] = 'application/json'
-    body = JSON.stringify(json)
-  }
-  if (form) {
-    headers['content-type'] = 'application/x-www-form-urlencoded'
-    body = new URLSearchParams(form).toString()
-  }
+function sendRequest (agent: Agent, localAddress: string, base: string, path: string, options: ClusterRequest): Promise<HttpAnswer> {
+  const { method, headers, body } = requestParts(options)
+  const timeoutMs = options.timeoutMs ?? 30_000
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, base), { method: method ?? (body === undefined ? 'GET' : 'POST'), headers, agent, localAddress, timeout: timeoutMs }, (res) => {
+    const req = request(new URL(path, base), { method, headers, agent, localAddress, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (chunk: Buffer) => chunks.push(chunk))
       res.once('error', reject)
@@ -53,12 +37,4 @@ function sendRequest (agent: Agent, localAddress: string, base: string, path: st
     req.once('error', reject)
     req.end(body)
   })
-}
-
-function parseJson (text: string): any {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
 }

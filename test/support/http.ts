@@ -24,8 +24,8 @@ export interface HttpAnswer {
   json: any
 }
 
-/** One request by fetch to `path` on the server listening at `base`, its body read to the end. */
-export async function httpRequest (base: string, path: string, { method, json, form, token, timeoutMs, headers: extra }: HttpRequestOptions = {}): Promise<HttpAnswer> {
+/** The method, headers and body that `options` describe, for fetch or node:http. */
+export function requestParts ({ method, json, form, token, headers: extra }: HttpRequestOptions) {
   const headers: Record<string, string> = { ...extra }
   let body: string | undefined
   if (token) headers.authorization = `Bearer ${token}`
@@ -37,17 +37,20 @@ export async function httpRequest (base: string, path: string, { method, json, f
     headers['content-type'] = 'application/x-www-form-urlencoded'
     body = new URLSearchParams(form).toString()
   }
+  return { method: method ?? (body === undefined ? 'GET' : 'POST'), headers, body }
+}
+
+/** One request by fetch to `path` on the server listening at `base`, its body read to the end. */
+export async function httpRequest (base: string, path: string, options: HttpRequestOptions = {}): Promise<HttpAnswer> {
   const res = await fetch(new URL(path, base), {
-    method: method ?? (body === undefined ? 'GET' : 'POST'),
-    headers,
-    body,
-    signal: timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
+    ...requestParts(options),
+    signal: options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs)
   })
   const text = await res.text()
   return { status: res.status, headers: res.headers, text, json: parseJson(text) }
 }
 
-function parseJson (text: string): any {
+export function parseJson (text: string): any {
   try {
     return JSON.parse(text)
   } catch {
