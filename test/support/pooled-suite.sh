@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite on PostgreSQL through PgBouncer in transaction pooling, as a deployment with
 # DATABASE_POOL_MODE=transaction runs: a throwaway primary and PgBouncers from scripts/cluster.sh,
-# stopped at the end. Arguments go to tap, e.g. `scripts/test-pooled.sh --reporter=tap`.
+# stopped at the end. Arguments go to tap, e.g. `npm run test:pooled -- --reporter=tap`.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 DIR=$(mktemp -d /tmp/plinth-pooled.XXXXXX)
 cleanup() { bash scripts/cluster.sh stop "$DIR" >&2 || true; rm -rf "$DIR"; }
