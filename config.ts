@@ -3,6 +3,7 @@ import { Type, type Static, type TInteger, type TObject, type TSchema } from '@s
 import { Value } from '@sinclair/typebox/value'
 import { ConfigError } from './settings/error.js'
 import { Int, option, optionalOption, requiredOption, server, type Variable } from './settings/variables.js'
+import { isPostgresUrl } from './db/client.js'
 import { redactUrl } from './db/redact-url.js'
 import { BUILT_IN_TABLES } from './db/resources.js'
 import { AuthOptionsSchema, MIN_SECRET_BYTES, type AuthOptions } from './plugins/auth/options.js'
@@ -226,13 +227,14 @@ export function resolveConfig (partial: Partial<Config> = {}): Config {
   if (/^pglite:\/\/\s*$/.test(config.DATABASE_URL)) {
     throw new ConfigError('DATABASE_URL: pglite:// needs the path of a folder, such as pglite://./data/pglite; memory:// is a database in memory, lost at exit')
   }
-  if (config.DATABASE_POOL_MODE !== 'session' && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+  const onPostgres = isPostgresUrl(config.DATABASE_URL)
+  if (config.DATABASE_POOL_MODE !== 'session' && !onPostgres) {
     throw new ConfigError('DATABASE_POOL_MODE=transaction is for a PostgreSQL pooler: PGlite is one connection in this process; unset it')
   }
-  if (config.DATABASE_REPLICA_URLS.length > 0 && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+  if (config.DATABASE_REPLICA_URLS.length > 0 && !onPostgres) {
     throw new ConfigError('DATABASE_REPLICA_URLS is set but DATABASE_URL is not PostgreSQL: PGlite has no replicas; unset it')
   }
-  if (config.DATABASE_LISTEN_URL !== undefined && !/^postgres(ql)?:\/\//.test(config.DATABASE_URL)) {
+  if (config.DATABASE_LISTEN_URL !== undefined && !onPostgres) {
     throw new ConfigError('DATABASE_LISTEN_URL is set but DATABASE_URL is not PostgreSQL: PGlite listens in its own process; unset it')
   }
   if (config.DEFAULT_PAGE_LIMIT > config.MAX_PAGE_LIMIT) {

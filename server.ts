@@ -10,7 +10,7 @@ import { buildApp, type App } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { fieldTablesOf, readSettingFiles, type SettingFiles } from './settings/files.js'
 import { checkSigningKeys } from './settings/signing-keys.js'
-import { connect } from './db/client.js'
+import { connect, isPostgresUrl } from './db/client.js'
 import { isDatabaseUnavailable, sqlState } from './db/errors.js'
 import { redactUrl, redactUrlsIn } from './db/redact-url.js'
 import { createTables } from './db/resources.js'
@@ -121,7 +121,7 @@ async function serve (files: SettingFiles) {
 }
 
 async function supervise (files: SettingFiles) {
-  if (!/^postgres(ql)?:/.test(config.DATABASE_URL)) {
+  if (!isPostgresUrl(config.DATABASE_URL)) {
     log.fatal('WORKERS > 1 needs PostgreSQL: PGlite is a single-process database. Set DATABASE_URL to a postgres:// URL or WORKERS=1')
     process.exit(1)
   }

@@ -65,7 +65,8 @@ export interface ConnectOptions {
   poolMode?: PoolMode
 }
 
-const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//.test(url)
+/** A postgres:// or postgresql:// URL: PostgreSQL through postgres.js; anything else is PGlite's or refused. */
+export const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//.test(url)
 
 export async function connect (url: string, { listenUrl, poolMode = 'session' }: ConnectOptions = {}): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))

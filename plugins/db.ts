@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { systemClock, type Clock } from '../db/clock.js'
-import { connect, postgresListen, type DatabaseClient, type PoolMode } from '../db/client.js'
+import { connect, isPostgresUrl, postgresListen, type DatabaseClient, type PoolMode } from '../db/client.js'
 import { redactUrl } from '../db/redact-url.js'
 import { connectReplicas, type ReplicaSet } from '../db/replicas.js'
 import { shown } from '../http/options.js'
@@ -52,7 +52,7 @@ function listeningThrough (client: DatabaseClient, listenUrl: string | undefined
 async function replicasOf (app: App, client: DatabaseClient, opts: DbOptions): Promise<ReplicaSet | null> {
   const urls = opts.replicaUrls ?? []
   const maxLagSeconds = opts.replicaMaxLagSeconds ?? 10
-  if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url))) {
+  if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string' || !isPostgresUrl(url))) {
     throw new InvalidDbOptions(`replicaUrls must be postgres:// or postgresql:// URLs (got ${shown(Array.isArray(urls) ? urls.map((url) => typeof url === 'string' ? redactUrl(url) : url) : urls)})`)
   }
   if (!(Number.isFinite(maxLagSeconds) && maxLagSeconds > 0)) throw new InvalidDbOptions(`replicaMaxLagSeconds must be a positive number (got ${shown(maxLagSeconds)})`)
@@ -72,7 +72,7 @@ async function replicasOf (app: App, client: DatabaseClient, opts: DbOptions): P
 /** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
 async function dbPlugin (app: App, opts: DbOptions) {
   if (opts.clock !== undefined && typeof opts.clock !== 'function') throw new InvalidDbOptions(`clock must be a function returning a Date (got ${shown(opts.clock)})`)
-  if (opts.listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(opts.listenUrl)) {
+  if (opts.listenUrl !== undefined && !isPostgresUrl(opts.listenUrl)) {
     throw new InvalidDbOptions(`listenUrl must be a postgres:// or postgresql:// URL (got ${shown(redactUrl(opts.listenUrl))})`)
   }
   if ('poolMode' in opts && opts.poolMode !== undefined && opts.poolMode !== 'session' && opts.poolMode !== 'transaction') {
