@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import type { ClusterClient } from './cluster-http.js'
 import type { HttpAnswer } from './http.js'
+import { until } from './until.js'
 
 export interface LoadAnswer {
   loop: number
@@ -65,9 +66,7 @@ export function loadLoops (t: Test, client: ClusterClient, concurrency: number, 
     answers,
     /** Resolves once `count` answers are in (bounded by `ms`). */
     async reach (count: number, ms = 60_000) {
-      for (const deadline = Date.now() + ms; answers.length < count; await new Promise((resolve) => setTimeout(resolve, 10))) {
-        if (Date.now() > deadline) throw new Error(`only ${answers.length} of ${count} answers within ${ms} ms`)
-      }
+      await until(`${count} answers`, () => answers.length >= count || undefined, ms)
     },
     stop
   }

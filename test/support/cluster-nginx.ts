@@ -5,7 +5,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import type { Test } from 'tap'
 import { clusterClient } from './cluster-http.js'
 import { track } from './cluster-processes.js'
-import { until } from './until.js'
+import { until, untilAnswered } from './until.js'
 
 const root = new URL('../../', import.meta.url).pathname
 const nginxTemplate = `${root}scripts/cluster/nginx.conf`
@@ -80,15 +80,8 @@ export async function untilServing (nginx: Nginx, one: Upstream, ms = 60_000) {
   const direct = clusterClient(one.base)
   const through = clusterClient(nginx.base)
   try {
-    const deadline = Date.now() + ms
-    while ((await direct.send('/api/v1/health/ready').catch(() => ({ status: 0 }))).status !== 200) {
-      if (Date.now() > deadline) throw new Error(`${one.name} not ready within ${ms} ms`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    while ((await through.send('/api/v1/health/ready')).headers.get('x-upstream') !== one.address) {
-      if (Date.now() > deadline) throw new Error(`nginx sent nothing to ${one.name} within ${ms} ms`)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
+    await untilAnswered(`${one.name} ready`, async () => (await direct.send('/api/v1/health/ready').catch(() => ({ status: 0 }))).status === 200 || undefined, ms)
+    await untilAnswered(`nginx sending to ${one.name}`, async () => (await through.send('/api/v1/health/ready')).headers.get('x-upstream') === one.address || undefined, ms)
   } finally {
     direct.close()
     through.close()
