@@ -21,9 +21,7 @@ export interface ReplicaOptions {
   poolMode?: PoolMode
   /** A replica further behind than this serves no reads. */
   maxLagSeconds: number
-  /** How often each replica's lag is read. */
   checkIntervalMs: number
-  /** Told of a replica that stopped answering or came back. */
   onChange?: (report: ReplicaReport) => void
 }
 
@@ -35,9 +33,7 @@ export interface ReplicaSet {
   pick (floor: ReadFloor): Promise<Database | null>
   /** A read on `db` failed for want of its server: it serves nothing until the next check finds it up. */
   failed (db: Database): void
-  /** Checks every replica now. */
   check (): Promise<ReplicaReport[]>
-  /** What the last check found. */
   reports (): ReplicaReport[]
   close (): Promise<void>
 }
