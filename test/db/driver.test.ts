@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { eq, sql } from 'drizzle-orm'
 import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
@@ -12,6 +11,7 @@ import t, { type Test } from 'tap'
 import { createGate } from '../../concurrency/gate.js'
 import type { Database } from '../../db/client.js'
 import { gated, prepareAs, statementCache } from '../../db/driver.js'
+import { until } from '../support/until.js'
 import { connectTo, freshPglite, freshPostgresUrl, oneConnection, rowsOf, TEST_DATABASE_URL, TEST_POOL_MODE, rawOptions } from '../support/database.js'
 import { createUserRepository } from '../../db/users.js'
 
@@ -174,7 +174,8 @@ t.test('postgres.js refuses a query with ECONNREFUSED when nothing listens, befo
 })
 
 t.test('through gated(), queries and transactions take their turn at the gate, start when awaited and run once', { skip: PG }, async (t) => {
-  const client = postgres(await freshPostgresUrl(t), rawOptions)
+  const url = await freshPostgresUrl(t)
+  const client = postgres(url, rawOptions)
   t.teardown(() => client.end())
   const gate = createGate(1)
   const pooled = gated(client, gate)
@@ -182,10 +183,23 @@ t.test('through gated(), queries and transactions take their turn at the gate, s
   const insert = pooled.unsafe('insert into noted values (1)')
   await pooled.unsafe('select pg_sleep(0.02)')
   t.same(await pooled.unsafe('select count(*)::int as n from noted'), [{ n: 0 }], 'not sent before it is awaited')
-  const slow = Promise.resolve(pooled.unsafe('select pg_sleep(0.05)').values())
-  await sleep(10)
+  // Another connection holds the table, so the read below runs for as long as the test needs, not for a guessed time.
+  const blocker = postgres(url, rawOptions)
+  let release = () => {}
+  t.teardown(() => { release(); return blocker.end() })
+  const locked = new Promise<void>((resolve) => {
+    blocker.begin(async (tx) => {
+      await tx.unsafe('lock table noted')
+      resolve()
+      await new Promise<void>((resolve) => { release = resolve })
+    }).catch(() => {})
+  })
+  await locked
+  const blocked = Promise.resolve(pooled.unsafe('select count(*) from noted').values())
+  await until('the read to take the gate', () => gate.load().running === 1 || undefined, 10_000)
   t.same(gate.load(), { running: 1, waiting: 0 }, 'an awaited query holds the gate while it runs')
-  await Promise.all([slow, insert])
+  release()
+  await Promise.all([blocked, insert])
   t.same(await pooled.unsafe('select 1 as a, 2 as b').values(), [[1, 2]])
   let calls = 0
   t.equal(await pooled.begin(async (tx) => { calls++; return (await tx.unsafe('select 3 as n'))[0]?.n }), 3)
