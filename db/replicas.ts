@@ -35,6 +35,8 @@ export interface ReplicaSet {
   failed (db: Database): void
   check (): Promise<ReplicaReport[]>
   reports (): ReplicaReport[]
+  /** Since the start: picks that gave a replica, picks that gave the primary, and replica reads that failed (then run on the primary). */
+  reads (): { replica: number, primary: number, failed: number }
   close (): Promise<void>
 }
 
@@ -62,6 +64,7 @@ export async function connectReplicas (primary: Database, options: ReplicaOption
     replayed: -1n
   })))
   let turn = 0
+  const reads = { replica: 0, primary: 0, failed: 0 }
   // Where the primary's WAL stood at each check: a replica at position P is as far behind as the first check that saw the primary past P.
   const heads: Array<{ lsn: bigint, at: number }> = []
   // Kept a little past the bound: a replica behind every sample is past the bound.
@@ -113,7 +116,12 @@ export async function connectReplicas (primary: Database, options: ReplicaOption
 
   const serving = () => replicas.filter((replica) => replica.report.status === 'ok')
 
-  function next (candidates: Replica[]): Database {
+  function next (candidates: Replica[]): Database | null {
+    if (candidates.length === 0) {
+      reads.primary++
+      return null
+    }
+    reads.replica++
     turn = (turn + 1) % candidates.length
     return candidates[turn]!.client.db
   }
@@ -121,22 +129,24 @@ export async function connectReplicas (primary: Database, options: ReplicaOption
   return {
     async pick (floor) {
       const up = serving()
-      if (up.length === 0) return null
-      if (floor === undefined) return next(up)
+      if (up.length === 0 || floor === undefined) return next(up)
       const needed = floor === 'now' ? await head('head') : floor
       let ready = up.filter((replica) => replica.replayed >= needed)
       if (ready.length === 0) {
         await checkAll('all')
         ready = serving().filter((replica) => replica.replayed >= needed)
       }
-      return ready.length === 0 ? null : next(ready)
+      return next(ready)
     },
     failed (db) {
       const replica = replicas.find((candidate) => candidate.client.db === db)
-      if (replica) setStatus(replica, { ...replica.report, status: 'down', lag_bytes: null, lag_seconds: null })
+      if (replica === undefined) return
+      reads.failed++
+      setStatus(replica, { ...replica.report, status: 'down', lag_bytes: null, lag_seconds: null })
     },
     check: () => checkAll('all'),
     reports: () => replicas.map((replica) => replica.report),
+    reads: () => ({ ...reads }),
     async close () {
       clearInterval(timer)
       await Promise.all(replicas.map((replica) => replica.client.close()))

@@ -6,6 +6,7 @@ import { serverBusyIn, type ShedReason } from '../concurrency/busy.js'
 import { shown } from '../http/options.js'
 import { canonicalUrl } from '../http/trailing-slash.js'
 import type { App } from '../http/types.js'
+import type { ReplicaReport, ReplicaSet } from '../db/replicas.js'
 import { defineProblems } from '../http/problem-error.js'
 
 export const metricsProblems = defineProblems({ InvalidMetricsOptions: { code: 'METRICS_INVALID_OPTIONS', message: 'metricsPlugin: %s' } })
@@ -95,6 +96,50 @@ class RequestDurations {
   }
 }
 
+/** The replicas' state as the last check saw it, and where reads went; each read from the replica set when scraped. */
+function replicaMetrics (replicas: ReplicaSet): Array<Gauge | Counter> {
+  // Across WORKERS: a replica serves if every worker's checks find it well, and lags as much as the worst of them sees.
+  const perReplica = (name: string, help: string, aggregator: 'min' | 'max', read: (report: ReplicaReport) => number | null) => new Gauge({
+    name,
+    help,
+    aggregator,
+    labelNames: ['replica'],
+    registers: [],
+    collect () {
+      // A down replica has no lag: its series is absent rather than a stale figure.
+      this.reset()
+      for (const report of replicas.reports()) {
+        const value = read(report)
+        if (value !== null) this.set({ replica: report.name }, value)
+      }
+    }
+  })
+  // The set keeps the totals; a scrape copies them.
+  const total = (name: string, help: string, labelNames: string[], copy: (counter: Counter) => void) => new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [],
+    collect () {
+      this.reset()
+      copy(this)
+    }
+  })
+  return [
+    perReplica('plinth_db_replica_serving', 'Whether the replica serves reads: 1 when well, 0 while down or past the lag bound', 'min', (report) => report.status === 'ok' ? 1 : 0),
+    perReplica('plinth_db_replica_lag_seconds', 'How far the replica is behind the primary, in seconds', 'max', (report) => report.lag_seconds),
+    perReplica('plinth_db_replica_lag_bytes', 'WAL bytes the primary holds that the replica has not replayed', 'max', (report) => report.lag_bytes),
+    total('plinth_db_reads_total', 'Reads sent to a replica, or to the primary when no replica had what the read must see', ['target'], (counter) => {
+      const { replica, primary } = replicas.reads()
+      counter.inc({ target: 'replica' }, replica)
+      counter.inc({ target: 'primary' }, primary)
+    }),
+    total('plinth_db_replica_failed_reads_total', 'Replica reads that failed for want of their server and ran again on the primary', [], (counter) => {
+      counter.inc(replicas.reads().failed)
+    })
+  ]
+}
+
 function readMetricsOptions (opts: MetricsOptions): Required<MetricsOptions> {
   const { registry = new Registry(), processMetrics = true } = opts
   if (typeof registry?.registerMetric !== 'function') throw new InvalidMetricsOptions(`registry must be a prom-client Registry (got ${shown(registry)})`)
@@ -120,6 +165,9 @@ async function metricsPlugin (app: App, opts: MetricsOptions) {
     gauge('plinth_db_queries_running', 'Queries the database runs now: connections in use, or PGlite\'s one', () => database.load().running)
     gauge('plinth_db_queries_waiting', 'Queries waiting for a connection, or in PGlite\'s queue', () => database.load().waiting)
     gauge('plinth_db_pool_size', 'Queries the database may run at once', () => database.load().size)
+  }
+  if (app.hasDecorator('plinthReplicas') && app.plinthReplicas !== null) {
+    for (const metric of replicaMetrics(app.plinthReplicas)) registry.registerMetric(metric)
   }
   if (processMetrics && registry.getSingleMetric('process_cpu_seconds_total') === undefined) collectDefaultMetrics({ register: registry })
 

@@ -10,6 +10,7 @@ import resourcePlugin from '../../routes/resources/index.js'
 import { build, login, register } from '../support/app.js'
 import { clusterSkip, startCluster } from '../support/cluster.js'
 import { TEST_DATABASE_URL } from '../support/database.js'
+import { readMetrics, valueOf } from '../support/metrics.js'
 import { untilAnswered } from '../support/until.js'
 
 const run = promisify(execFile)
@@ -35,7 +36,9 @@ t.test('a replica set', { skip }, async (t) => {
     const [replica, primaryAsReplica] = await replicas.check()
     t.match(replica, { name: 'replica-1', status: 'ok', url: cluster.replicaUrl })
     t.match(primaryAsReplica, { name: 'replica-2', status: 'down', lag_bytes: null, lag_seconds: null })
+    const before = replicas.reads()
     for (let i = 0; i < 4; i++) t.not(await replicaDb(), primary.db, 'only the real replica serves')
+    t.same(replicas.reads(), { ...before, replica: before.replica + 4 }, 'each pick counted where it went')
   })
 
   await t.test('a floor the replica has not replayed sends the read to the primary, until it has', async (t) => {
@@ -49,8 +52,10 @@ t.test('a replica set', { skip }, async (t) => {
   })
 
   await t.test('a replica that failed a read serves nothing until a check finds it up; a stopped one is down', async (t) => {
+    const before = replicas.reads()
     replicas.failed(await replicaDb())
     t.equal(await replicas.pick(undefined), null, 'failed: the primary')
+    t.same(replicas.reads(), { replica: before.replica + 1, primary: before.primary + 1, failed: before.failed + 1 })
     t.match((await replicas.check())[0], { status: 'ok' }, 'the next check finds it up')
     t.not(await replicas.pick(undefined), null)
     await pgCtl(cluster.dir, 'stop')
@@ -66,7 +71,8 @@ t.test('an app on a replica: a session reads its own writes, a read the replica 
   const cluster = await startCluster(t, { replicaDelayMs: 1000 })
   const database = await connect(cluster.primaryUrl)
   t.teardown(() => database.close())
-  const app = await build(t, { DATABASE_URL: cluster.primaryUrl, DATABASE_REPLICA_URLS: [cluster.replicaUrl], RESOURCES: [] }, { database })
+  const app = await build(t, { DATABASE_URL: cluster.primaryUrl, DATABASE_REPLICA_URLS: [cluster.replicaUrl], RESOURCES: [], METRICS_PORT: 0 }, { database })
+  const scrape = async () => readMetrics(await app.plinthMetrics!.registry.metrics())
   const signedIn = app.plinthGuards.authenticate
   await app.register(resourcePlugin, { prefix: API_PREFIX, name: 'records', guards: { read: signedIn, write: signedIn } })
   await app.ready()
@@ -85,8 +91,24 @@ t.test('an app on a replica: a session reads its own writes, a read the replica 
   t.equal((await app.inject({ url: `/api/v1/items/${item.json().id}` })).statusCode, 200,
     'a read without a session (the catalog\'s are public) sees everything committed before it: the primary, while the replica is behind')
 
+  const up = await scrape()
+  const replica = { replica: 'replica-1' }
+  t.equal(valueOf(up, 'plinth_db_replica_serving', replica), 1)
+  t.equal(up.get('plinth_db_replica_lag_bytes')?.samples.length, 1, 'its lag, in bytes')
+  t.equal(up.get('plinth_db_replica_lag_seconds')?.samples.length, 1, 'and in seconds')
+  t.ok(valueOf(up, 'plinth_db_reads_total', { target: 'replica' }) >= 1, 'the reader\'s read went to the replica')
+  t.ok(valueOf(up, 'plinth_db_reads_total', { target: 'primary' }) >= 2, 'the writer\'s and the anonymous read to the primary')
+  t.equal(valueOf(up, 'plinth_db_replica_failed_reads_total'), 0)
+
   await pgCtl(cluster.dir, 'stop')
   const answers = await Promise.all([1, 2, 3].map(() => app.inject({ url: `/api/v1/records/${id}`, headers: auth(reader) })))
   t.same(answers.map((answer) => answer.statusCode), [200, 200, 200], 'the replica gone mid-read: each read runs again on the primary')
   t.match((await app.inject('/api/v1/health/ready')).json(), { status: 'ok', replicas: [{ name: 'replica-1', status: 'down' }] })
+  const down = await scrape()
+  t.equal(valueOf(down, 'plinth_db_replica_serving', replica), 0)
+  t.equal(down.get('plinth_db_replica_lag_seconds')?.samples.length, 0, 'no lag for a replica that is down, rather than its last')
+  const { replica: onReplica, primary: onPrimary, failed } = app.plinthReplicas!.reads()
+  t.equal(valueOf(down, 'plinth_db_reads_total', { target: 'replica' }), onReplica, 'the scrape says what the replica set counted')
+  t.equal(valueOf(down, 'plinth_db_reads_total', { target: 'primary' }), onPrimary)
+  t.equal(valueOf(down, 'plinth_db_replica_failed_reads_total'), failed, 'a read the replica failed, if the stop came before a check found it')
 })

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { Registry, collectDefaultMetrics } from 'prom-client'
+import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client'
 import t from 'tap'
 import { resolveConfig } from '../../config.js'
 import authPlugin from '../../plugins/auth/index.js'
 import dbPlugin from '../../plugins/db.js'
 import metricsPlugin, { metricsServer } from '../../plugins/metrics.js'
+import type { ReplicaSet } from '../../db/replicas.js'
 import { build, login, register } from '../support/app.js'
 import accountsPlugin from '../../routes/accounts/index.js'
 import { freshDatabase } from '../support/database.js'
@@ -139,6 +140,40 @@ t.test('a host\'s registry takes plinth\'s metrics beside its own, process metri
   t.equal(valueOf(metrics, 'http_request_duration_seconds', { route: '/hello', status_class: '2xx' }), 1)
   t.ok(metrics.has('process_cpu_seconds_total'))
   t.equal(app.plinthMetrics?.registry, registry)
+})
+
+t.test('replica metrics read the replica set at each scrape, and sum over workers as a replica is seen at worst', async (t) => {
+  // The replica set's own answers, as a worker's would be; the real set against a real replica is in test/db/replicas.test.ts.
+  const worker = (serving: boolean, lagSeconds: number | null, reads: ReturnType<ReplicaSet['reads']>) => ({
+    reports: () => [
+      { name: 'replica-1', url: 'postgres://replica-1/app', status: serving ? 'ok' : 'down', lag_bytes: lagSeconds === null ? null : 2048, lag_seconds: lagSeconds },
+      { name: 'replica-2', url: 'postgres://replica-2/app', status: 'lagging', lag_bytes: 9000, lag_seconds: 12 }
+    ],
+    reads: () => reads
+  }) as unknown as ReplicaSet
+  const scrape = async (replicas: ReplicaSet) => {
+    const app = Fastify({ logger: false })
+    t.teardown(() => app.close())
+    app.decorate('plinthReplicas', replicas)
+    await app.register(metricsPlugin, { processMetrics: false }).ready()
+    return app.plinthMetrics!.registry.getMetricsAsJSON()
+  }
+  const first = await scrape(worker(true, 0.5, { replica: 7, primary: 2, failed: 0 }))
+  const second = await scrape(worker(false, null, { replica: 3, primary: 4, failed: 1 }))
+  const one = readMetrics(await AggregatorRegistry.aggregate([first]).metrics())
+  t.equal(valueOf(one, 'plinth_db_replica_serving', { replica: 'replica-1' }), 1)
+  t.equal(valueOf(one, 'plinth_db_replica_serving', { replica: 'replica-2' }), 0, 'lagging serves nothing')
+  t.equal(valueOf(one, 'plinth_db_replica_lag_seconds', { replica: 'replica-2' }), 12)
+  t.equal(valueOf(one, 'plinth_db_replica_lag_bytes', { replica: 'replica-1' }), 2048)
+  t.equal(valueOf(one, 'plinth_db_reads_total', { target: 'replica' }), 7)
+  const down = readMetrics(await AggregatorRegistry.aggregate([second]).metrics())
+  t.same(down.get('plinth_db_replica_lag_seconds')!.samples.map((sample) => sample.labels.replica), ['replica-2'], 'a replica that is down has no lag')
+  const both = readMetrics(await AggregatorRegistry.aggregate([first, second]).metrics())
+  t.equal(valueOf(both, 'plinth_db_replica_serving', { replica: 'replica-1' }), 0, 'serving only if every worker finds it well')
+  t.equal(valueOf(both, 'plinth_db_replica_lag_seconds', { replica: 'replica-1' }), 0.5, 'the worst lag a worker saw')
+  t.equal(valueOf(both, 'plinth_db_reads_total', { target: 'replica' }), 10, 'reads add up')
+  t.equal(valueOf(both, 'plinth_db_reads_total', { target: 'primary' }), 6)
+  t.equal(valueOf(both, 'plinth_db_replica_failed_reads_total'), 1)
 })
 
 t.test('bad options fail the boot', async (t) => {
