@@ -29,29 +29,13 @@ die() { log "error: $*"; exit 1; }
 usage() { die "usage: $0 start DIR [REPLICA_DELAY_MS] | $0 stop DIR | $0 status DIR"; }
 
 SELF=$(realpath -- "${BASH_SOURCE[0]}")
+# shellcheck source=scripts/pg-lib.sh
+source "$(dirname -- "$SELF")/pg-lib.sh"
 
 find_bindir() {
-  local dir
-  if [[ -n ${PG_BINDIR:-} ]]; then
-    dir=$PG_BINDIR
-  else
-    # Highest version; Debian's pg_config may belong to libpq-dev without a server.
-    dir=$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
-  fi
-  [[ -n $dir && -x $dir/initdb && -x $dir/pg_ctl && -x $dir/pg_basebackup ]] ||
-    die "no PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) in /usr/lib/postgresql/*/bin; set PG_BINDIR"
-  BIN=$dir
+  pg_bindir initdb pg_ctl pg_basebackup psql pg_isready
   PGBOUNCER=${PGBOUNCER:-$(command -v pgbouncer || echo /usr/sbin/pgbouncer)}
   [[ -x $PGBOUNCER ]] || die "pgbouncer not found (apt-get install pgbouncer)"
-}
-
-# PostgreSQL and PgBouncer refuse to run as root, so root delegates to the postgres user.
-as_pg() {
-  if ((EUID == 0)); then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
 }
 
 # A port no one listens on, below the kernel's range for outgoing connections (whose local ports
@@ -76,19 +60,16 @@ pg_dir() {
   chmod 0700 "$1"
 }
 
-wait_ready() { # PORT WHAT
-  local i
-  for ((i = 0; i < 150; i++)); do
-    "$BIN/pg_isready" -q -h 127.0.0.1 -p "$1" -U postgres -d postgres && return
-    sleep 0.2
-  done
-  die "$2 on 127.0.0.1:$1 is not accepting connections (logs in $DIR)"
-}
-
 psql_at() { # PORT DB SQL...
   local port=$1 db=$2
   shift 2
   "$BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
+}
+
+pg_start() { # NAME PORT: the server in DIR/NAME, logging to DIR/NAME.log
+  as_pg "$BIN/pg_ctl" start -D "$DIR/$1" -l "$DIR/$1.log" -w -t 60 >/dev/null 2>&1 ||
+    { tail -n 20 "$DIR/$1.log" >&2 || true; die "the $1 did not start (log: $DIR/$1.log)"; }
+  wait_ready "$2" "$1"
 }
 
 start_primary() {
@@ -114,9 +95,7 @@ start_primary() {
     'full_page_writes = off' \
     'shared_buffers = 64MB' | as_pg tee -a "$data/postgresql.conf" >/dev/null
   log "primary on 127.0.0.1:$PRIMARY_PORT"
-  as_pg "$BIN/pg_ctl" start -D "$data" -l "$DIR/primary.log" -w -t 60 >/dev/null 2>&1 ||
-    { tail -n 20 "$DIR/primary.log" >&2 || true; die "the primary did not start (log: $DIR/primary.log)"; }
-  wait_ready "$PRIMARY_PORT" primary
+  pg_start primary "$PRIMARY_PORT"
   psql_at "$PRIMARY_PORT" postgres -c 'CREATE ROLE plinth LOGIN SUPERUSER' -c 'CREATE DATABASE plinth OWNER plinth' >/dev/null
 }
 
@@ -133,9 +112,7 @@ start_replica() {
     'hot_standby = on' \
     "recovery_min_apply_delay = '${DELAY_MS}ms'" | as_pg tee -a "$data/postgresql.conf" >/dev/null
   log "replica on 127.0.0.1:$REPLICA_PORT, applying ${DELAY_MS} ms behind"
-  as_pg "$BIN/pg_ctl" start -D "$data" -l "$DIR/replica.log" -w -t 60 >/dev/null 2>&1 ||
-    { tail -n 20 "$DIR/replica.log" >&2 || true; die "the replica did not start (log: $DIR/replica.log)"; }
-  wait_ready "$REPLICA_PORT" replica
+  pg_start replica "$REPLICA_PORT"
   local i
   for ((i = 0; i < 150; i++)); do
     [[ $(psql_at "$REPLICA_PORT" postgres -c "select status from pg_stat_wal_receiver" 2>/dev/null) == streaming ]] && return

@@ -16,29 +16,8 @@ log() { echo "pg-cluster: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { die "usage: $0 start DIR PORT | $0 stop DIR"; }
 
-find_bindir() {
-  local dir
-  if [[ -n ${PG_BINDIR:-} ]]; then
-    dir=$PG_BINDIR
-  elif command -v pg_config >/dev/null && dir=$(pg_config --bindir 2>/dev/null) && [[ -x $dir/initdb ]]; then
-    :
-  else
-    # Highest version; Debian's pg_config may belong to libpq-dev without a server.
-    dir=$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
-  fi
-  [[ -n $dir && -x $dir/initdb && -x $dir/pg_ctl && -x $dir/postgres ]] ||
-    die "no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/*/bin); install e.g. postgresql postgresql-contrib"
-  BIN=$dir
-}
-
-# PostgreSQL refuses to run as root, so root delegates to the postgres user.
-as_pg() {
-  if ((EUID == 0)); then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
+# shellcheck source=scripts/pg-lib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/pg-lib.sh"
 
 prepare_dir() {
   mkdir -p "$DIR"
@@ -102,15 +81,6 @@ start_server() {
   fi
 }
 
-wait_ready() {
-  local i
-  for ((i = 0; i < 150; i++)); do
-    "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres && return
-    sleep 0.2
-  done
-  die "server on 127.0.0.1:$PORT is not accepting connections (log: $DIR/postgres.log)"
-}
-
 ensure_role_and_db() {
   "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d postgres >/dev/null <<'SQL'
 SELECT 'CREATE ROLE plinth LOGIN SUPERUSER'
@@ -128,7 +98,7 @@ cmd_start() {
   prepare_dir
   [[ -f $DATA/PG_VERSION ]] || init_cluster
   start_server
-  wait_ready
+  wait_ready "$PORT" server
   ensure_role_and_db
   echo "postgres://plinth@127.0.0.1:$PORT/plinth"
 }
@@ -155,7 +125,7 @@ main() {
   DIR=$(realpath -m -- "$2")
   DATA=$DIR/data
   PORT=${3:-}
-  find_bindir
+  pg_bindir initdb pg_ctl postgres pg_isready
   cd /  # the server user may not be able to read the caller's working directory
   "cmd_$cmd"
 }
