@@ -58,15 +58,24 @@ function bearerToken (request: FastifyRequest): string {
   return token
 }
 
+type GuardCheck = (request: FastifyRequest) => Promise<void>
+
+const checks = new WeakMap<Guard, GuardCheck>()
+
+/** What one of plinth's guards checks, without answering: for a request that outlives its start, such as an event stream, to check again. */
+export const guardCheck = (guard: Guard): GuardCheck | undefined => checks.get(guard)
+
 /** A guard whose refusal is a problem document under any error handler, a host's included. */
-function guard (check: (request: FastifyRequest) => Promise<void>): Guard {
-  return async function (request, reply) {
+function guard (check: GuardCheck): Guard {
+  const run: Guard = async function (request, reply) {
     try {
       await check(request)
     } catch (err) {
       return problemErrorHandler(err as Parameters<typeof problemErrorHandler>[0], request, reply)
     }
   }
+  checks.set(run, check)
+  return run
 }
 
 /** JWT access tokens and the guards, on the root instance so any plugin can use them. @see https://www.rfc-editor.org/rfc/rfc6750 */

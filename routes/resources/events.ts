@@ -5,6 +5,7 @@ import { isEventId, type ChangeEvent, type ChangeFeed } from '../../db/resource-
 import { EventStream, frame, ticker } from '../../http/event-stream.js'
 import type { App, Guard } from '../../http/types.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
+import { guardCheck } from '../../plugins/auth/index.js'
 import { guarded, problemResponses } from '../../schemas/error.js'
 import { pascalName } from '../../schemas/fields.js'
 import { InvalidResourceOptions, invalidInput } from './errors.js'
@@ -72,7 +73,8 @@ function streamSchema (name: string, { listQuery, read }: EventRouteParts, filte
     description: 'A `text/event-stream` of `created`, `updated` and `deleted` events, each with `id:` (resume with `Last-Event-ID`) and ' +
       '`data:` (the row as the list shows it), of the rows the filters match now: an update that takes a row out of the filters sends nothing. ' +
       '`event: reset` says the resume point is past the kept log (list again). `: ping` comments keep proxies open. The stream ends when the ' +
-      'access token expires, and when the client reads too slowly; reconnect with Last-Event-ID.' +
+      'access token expires, when the read guard no longer lets it through (checked at each ping: a session ended, an account deactivated), ' +
+      'and when the client reads too slowly; reconnect with Last-Event-ID.' +
       (tickets ? ' A filter on a field named `ticket` is written `ticket[in]=` here.' : ''),
     querystring: Type.Object(query, { additionalProperties: false }),
     headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ description: 'The id of the last event received: the stream resumes after it' })) }),
@@ -93,6 +95,8 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
   const schema = streamSchema(name, parts, [...parameters.keys()], tickets !== undefined)
   const checkFilters = checkListQuery(columns)
   const heartbeat = ticker(eventHeartbeatSeconds * 1000)
+  // A stream outlives the check that opened it: plinth's guards run again at each heartbeat (a host's own, only at the start).
+  const recheck = read === undefined ? undefined : guardCheck(read)
   const open = new Set<Stream>()
   const feed = (): ChangeFeed => app.plinthChanges
 
@@ -134,13 +138,13 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const me = ownerOf(request)
     const visible = (event: ChangeEvent) => (me === undefined || event.ownerId === me) && (matches === undefined || matches(rowOf(event)))
     const exp = tickets?.expiryOf(request) ?? request.tokenClaims?.exp
-    return followChanges(request, reply, { after, visible, expiresAt: exp === undefined ? undefined : exp * 1000 })
+    return followChanges(request, reply, { after, visible, me, expiresAt: exp === undefined ? undefined : exp * 1000 })
   })
 
-  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, expiresAt?: number }
+  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, me: number | undefined, expiresAt?: number }
 
   /** Subscribe first, then read the log up to the present, then the events that came meanwhile, then live: nothing twice, nothing missed. */
-  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, expiresAt }: Follow) {
+  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, me, expiresAt }: Follow) {
     const changes = feed()
     // Listening first: from then on, position() is where live events start.
     await changes.ready()
@@ -186,10 +190,22 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const expired = () => expiresAt !== undefined && app.plinthClock().getTime() > expiresAt
     const entry: Stream = { end: () => stream.end() }
     open.add(entry)
+    let checking = false
     const stopBeats = heartbeat.add(() => {
       if (expired()) return stream.end()
       markSeen()
       stream.comment('ping')
+      if (recheck === undefined || checking) return
+      checking = true
+      // A superuser made ordinary would go on hearing every owner's rows: the client reconnects and is told anew.
+      const allowed = async () => { await recheck(request); return ownerOf(request) === me }
+      allowed().then((still) => {
+        checking = false
+        if (!still) stream.end()
+      }, (err: unknown) => {
+        request.log.info({ err }, 'events: the read guard refuses the stream now; it ends')
+        stream.end()
+      })
     })
     const expiry = expiresAt === undefined ? undefined : setTimeout(() => { if (expired()) stream.end() }, Math.max(0, expiresAt - app.plinthClock().getTime()) + 1).unref()
     stream.onClose(() => {

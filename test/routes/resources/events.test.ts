@@ -218,6 +218,38 @@ t.test('a stolen token cannot listen forever: the stream ends when the access to
   t.equal((await openStream(t, `${base}${TASKS}/events`, fresh.headers)).status, 200, 'a new token opens a new stream')
 })
 
+t.test('a stolen token cannot listen past its session: a logout, a logout-all or a deactivation ends its stream at the next heartbeat', async (t) => {
+  const { app, base } = await serve(t, [tasks({ owner: true, eventHeartbeatSeconds: 0.02 })])
+  const { user, email, session } = await newAccount(app)
+  const other = await login(app, email)
+  const stolen = await openStream(t, `${base}${TASKS}/events`, session.headers)
+  const kept = await openStream(t, `${base}${TASKS}/events`, other.headers)
+  const ended = async (refresh: string, url: string, headers = {}) =>
+    (await app.inject({ method: 'POST', url: `${API_PREFIX}/auth/${url}`, headers, payload: { refresh_token: refresh } })).statusCode
+  t.equal(await ended(session.refresh_token, 'logout'), 204)
+  t.equal(await stolen.ended, true, 'the logged-out session\'s stream ends')
+  await createTask(app, { title: 'still heard' }, other.headers)
+  t.match(await nextEvent(kept), { event: 'created' }, 'the same user\'s other session listens on')
+  t.equal(await ended(other.refresh_token, 'logout-all', other.headers), 204)
+  t.equal(await kept.ended, true, 'logout-all ends it too')
+
+  const again = await login(app, email)
+  const deactivated = await openStream(t, `${base}${TASKS}/events`, again.headers)
+  await app.plinthDb.db.update(users).set({ is_active: false }).where(eq(users.id, user.id))
+  t.equal(await deactivated.ended, true, 'a deactivated account\'s stream ends')
+})
+
+t.test('owner mode: a superuser made ordinary stops hearing other owners\' rows at the next heartbeat', async (t) => {
+  const { app, base } = await serve(t, [tasks({ owner: true, eventHeartbeatSeconds: 0.02 })])
+  const root = await superuser(app, 'demoted@example.com')
+  const stream = await openStream(t, `${base}${TASKS}/events`, root.session.headers)
+  const { session } = await newAccount(app)
+  await createTask(app, { title: 'someone else\'s' }, session.headers)
+  t.match(await nextEvent(stream), { event: 'created' }, 'a superuser hears every owner')
+  await app.plinthDb.db.update(users).set({ is_superuser: false }).where(eq(users.email, 'demoted@example.com'))
+  t.equal(await stream.ended, true, 'the stream ends; a new one hears only the demoted user\'s own rows')
+})
+
 t.test('a slow subscriber is cut once its unread events pass eventBufferBytes, and resumes', async (t) => {
   const BIG = 200_000
   const { app, base } = await serve(t, [{ name: 'docs', fields: Type.Object({ body: Type.String({ maxLength: BIG }) }), eventBufferBytes: 64 * 1024 }])
