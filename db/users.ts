@@ -2,7 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { createRepository, type InTransaction, type Versioned, type WriteOptions } from './crud.js'
 import { sqlState } from './errors.js'
-import { users } from './schema.js'
+import { sessions, users } from './schema.js'
 
 export type UserRow = typeof users.$inferSelect
 export type NewUserRow = typeof users.$inferInsert
@@ -43,8 +43,9 @@ export function createUserRepository (db: Database) {
       return result === null ? 'email_taken' : result.row
     },
     /** Runs `write` in a transaction unless `id` is the only active superuser, every active superuser locked meanwhile. */
-    async unlessLastSuperuser<T> (id: number, write: (tx: Database) => Promise<T>): Promise<T | 'last_superuser'> {
+    async unlessLastSuperuser<T> (id: number, write: (tx: Database) => Promise<T>, { lockFirst }: { lockFirst?: (tx: Database) => Promise<unknown> } = {}): Promise<T | 'last_superuser'> {
       return db.transaction(async (tx) => {
+        await lockFirst?.(tx)
         const superusers = await tx.select({ id: users.id }).from(users)
           .where(and(eq(users.is_superuser, true), eq(users.is_active, true))).orderBy(users.id).for('update')
         if (superusers.length === 1 && superusers[0]!.id === id) return 'last_superuser'
@@ -53,7 +54,10 @@ export function createUserRepository (db: Database) {
     },
     /** Deletes the account unless it is the last active superuser; given `ifVersions`, only in one of them. */
     async deleteAccount (id: number, { ifVersions }: Pick<WriteOptions, 'ifVersions'> = {}): Promise<'deleted' | 'not_found' | 'last_superuser'> {
-      return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, { tx, ifVersions }) ? 'deleted' : 'not_found')
+      // Its sessions before any user row, in id order as a refresh locks them: a refresh racing the deletion waits for it, or it for
+      // the refresh, never each for the other (a refresh locks the user's row last, for its new token's foreign key).
+      const lockSessions = (tx: Database) => tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.user_id, id)).orderBy(sessions.id).for('update')
+      return this.unlessLastSuperuser(id, async (tx) => await repo.delete(id, { tx, ifVersions }) ? 'deleted' : 'not_found', { lockFirst: lockSessions })
     },
     /** The bootstrap superuser, only while no superuser exists at all (an inactive one counts), by one starting instance at most. */
     async createFirstSuperuser (values: NewUserRow): Promise<'created' | 'superuser_exists' | 'email_taken'> {
