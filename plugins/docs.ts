@@ -7,6 +7,7 @@ import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { problemResponses } from '../schemas/error.js'
 import { openapiDocument } from '../http/openapi-document.js'
+import { serializeProblemsAsSent } from '../http/problem-serialization.js'
 import { readOptions } from '../http/options.js'
 import { assertBeforeRoutes } from '../http/order.js'
 import type { App } from '../http/types.js'
@@ -62,8 +63,12 @@ function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, m
 // Security schemes declared so far, per document: a guarded route may precede the accounts plugin that declares the login scheme.
 const schemesOf = new WeakMap<object, SecuritySchemes>()
 
-/** Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use. */
+/**
+ * Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use,
+ * and sends their problem documents as built.
+ */
 export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {}) {
+  serializeProblemsAsSent(app)
   const swaggerOf = (app as { swagger?: object }).swagger
   if (swaggerOf === undefined) return
   const declared = schemesOf.get(swaggerOf) ?? {}

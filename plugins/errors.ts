@@ -8,6 +8,7 @@ import type { App } from '../http/types.js'
 import { addSchemas } from '../schemas/common.js'
 import { ProblemSchema, ValidationProblemSchema } from '../schemas/error.js'
 import { problemErrorHandler } from '../http/problems.js'
+import { serializeProblemsAsSent } from '../http/problem-serialization.js'
 
 /** One error format: RFC 9457 problem documents with a stable `code`. @see https://www.rfc-editor.org/rfc/rfc9457 */
 async function errorsPlugin (app: App) {
@@ -15,6 +16,7 @@ async function errorsPlugin (app: App) {
   addSchemas(app, [ProblemSchema, ValidationProblemSchema])
 
   app.setErrorHandler(problemErrorHandler)
+  serializeProblemsAsSent(app)
 
   app.setNotFoundHandler(function routeNotFound (request, reply) {
     const { RouteNotFound } = httpProblems

@@ -1,10 +1,11 @@
 import Fastify from 'fastify'
 import t from 'tap'
 import { API_PREFIX, type App } from '../../app.js'
-import { conflictError, errorsPlugin, forbiddenError, notFoundError, resourcePlugin, validationError } from '../../index.js'
+import { conflictError, dbPlugin, errorsPlugin, forbiddenError, notFoundError, resourcePlugin, validationError } from '../../index.js'
 import { problemResponses } from '../../schemas/index.js'
 import { build, newAccount } from '../support/app.js'
-import { assertProblem } from '../support/responses.js'
+import { freshDatabase } from '../support/database.js'
+import { assertProblem, PROBLEM_TYPE } from '../support/responses.js'
 import { TaskFields } from '../support/tasks.js'
 
 // A host's hooks on plinth's routes: whatever 4xx they throw, the client gets that 4xx as a
@@ -89,5 +90,56 @@ t.test('a host without plinth\'s database, or whose catalogs do not answer, stil
     const res = await host.inject({ method: 'POST', url: '/boards', payload: {} })
     assertProblem(t, res, 409, 'UNIQUE_VIOLATION')
     t.equal(res.json().detail, 'Another row of boards already has these values (unique constraint "boards_name_key")')
+  }
+})
+
+// A host's own problem documents, in its own format (no `code`, no `errors[]`, members of its own): sent as they are.
+const reserved = { type: 'https://host.example/problems/reserved', title: 'Reserved title', status: 422, detail: 'A task titled "admin" is reserved', instance: '/boards/7' }
+const frozen = { type: 'https://host.example/problems/frozen', title: 'Board frozen', status: 409, detail: 'This board is frozen' }
+
+t.test('a host hook that sends its own problem document on a plinth route gets it through unchanged, not a 500', async (t) => {
+  // No errors plugin: plinth's routes alone, in a context of the host's with its hooks.
+  const host = Fastify({ logger: false })
+  t.teardown(() => host.close())
+  await host.register(dbPlugin, { client: await freshDatabase(t) })
+  await host.register(async function boards (scope) {
+    scope.addHook('onRequest', async (request, reply) => {
+      if (request.headers['x-host-rule'] === 'frozen') return reply.code(409).type('application/problem+json').send(frozen)
+    })
+    scope.addHook('preHandler', async (request, reply) => {
+      if (request.headers['x-host-rule'] === 'reserved') return reply.code(422).type('application/problem+json').send(reserved)
+    })
+    await scope.register(resourcePlugin, { prefix: API_PREFIX, name: 'tasks', fields: TaskFields })
+  })
+  for (const method of ['POST', 'GET'] as const) {
+    for (const [rule, sent] of [['frozen', frozen], ['reserved', reserved]] as const) {
+      const res = await host.inject({ method, url: tasks, headers: { 'x-host-rule': rule }, ...(method === 'POST' ? { payload: { title: 'admin' } } : {}) })
+      t.equal(res.statusCode, sent.status, `${method} ${rule}: the host's status`)
+      t.equal(res.headers['content-type'], PROBLEM_TYPE, `${method} ${rule}: its content type`)
+      t.same(res.json(), sent, `${method} ${rule}: its body, member for member`)
+    }
+  }
+  const created = await host.inject({ method: 'POST', url: tasks, payload: { title: 'a task' } })
+  t.equal(created.statusCode, 201, 'without the hooks\' header, the route answers as ever')
+  const invalid = await host.inject({ method: 'POST', url: tasks, payload: { title: 7 } })
+  assertProblem(t, invalid, 422, 'VALIDATION_FAILED')
+  t.same(invalid.json().errors, [{ path: '/body/title', message: 'must be string' }], 'plinth\'s own problem documents keep their members')
+})
+
+t.test('a host error handler\'s own problem document passes unchanged on a route documented with plinth\'s problems', async (t) => {
+  const host = Fastify({ logger: false })
+  t.teardown(() => host.close())
+  await host.register(errorsPlugin)
+  await host.register(async function boards (scope) {
+    scope.setErrorHandler(async (error: { statusCode: number }, _request, reply) => reply.code(error.statusCode).type('application/problem+json').send(error.statusCode === 409 ? frozen : reserved))
+    const schema = { response: { 200: { type: 'array' }, ...problemResponses(409, 422) } }
+    scope.post('/host/boards', { schema }, async () => { throw Object.assign(new Error('reserved'), { statusCode: 422 }) })
+    scope.delete('/host/boards', { schema }, async () => { throw Object.assign(new Error('frozen'), { statusCode: 409 }) })
+  })
+  for (const [method, sent] of [['POST', reserved], ['DELETE', frozen]] as const) {
+    const res = await host.inject({ method, url: '/host/boards' })
+    t.equal(res.statusCode, sent.status, method)
+    t.equal(res.headers['content-type'], PROBLEM_TYPE, method)
+    t.same(res.json(), sent, `${method}: the handler's body, member for member`)
   }
 })
