@@ -14,11 +14,8 @@ export function securityHeaders (options: HelmetOptions): Record<string, string>
   return headers
 }
 
-// What an API response needs (OWASP REST Security Cheat Sheet): no sniffing, no framing, HTTPS only, no cross-origin
-// loading outside CORS, a CSP that runs nothing. helmet's other headers steer page rendering and would cost every response.
-export const apiSecurityHeaders = securityHeaders({
-  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-  xFrameOptions: { action: 'deny' },
+// helmet's headers that steer page rendering: left out, they would cost every response.
+const pageHeaders = {
   crossOriginOpenerPolicy: false,
   originAgentCluster: false,
   referrerPolicy: false,
@@ -26,4 +23,15 @@ export const apiSecurityHeaders = securityHeaders({
   xDownloadOptions: false,
   xPermittedCrossDomainPolicies: false,
   xXssProtection: false
+} as const
+
+// What an API response needs (OWASP REST Security Cheat Sheet): no sniffing, no framing, HTTPS only, no cross-origin
+// loading outside CORS, a CSP that runs nothing.
+export const apiSecurityHeaders = securityHeaders({
+  ...pageHeaders,
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  xFrameOptions: { action: 'deny' }
 })
+
+// A host's own routes (its pages, its Swagger UI) keep their scripts and frames: no CSP, framing by its own origin as helmet allows.
+export const hostSecurityHeaders = securityHeaders({ ...pageHeaders, contentSecurityPolicy: false, xFrameOptions: { action: 'sameorigin' } })

@@ -10,6 +10,7 @@ import { openapiDocument } from '../http/openapi-document.js'
 import { serializeProblemsAsSent } from '../http/problem-serialization.js'
 import { readOptions } from '../http/options.js'
 import { assertBeforeRoutes } from '../http/order.js'
+import { markPlinthRoutes } from '../http/plinth-routes.js'
 import type { App } from '../http/types.js'
 import { defineProblems } from '../http/problem-error.js'
 
@@ -64,10 +65,11 @@ function withSharedStatuses ({ params, consumes, response = {} }: RouteSchema, m
 const schemesOf = new WeakMap<object, SecuritySchemes>()
 
 /**
- * Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use,
- * and sends their problem documents as built.
+ * Documents a profile's routes in whichever @fastify/swagger the app has, declaring the security schemes they use;
+ * marks them as plinth's (their security headers) and sends their problem documents as built.
  */
 export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {}) {
+  markPlinthRoutes(app)
   serializeProblemsAsSent(app)
   const swaggerOf = (app as { swagger?: object }).swagger
   if (swaggerOf === undefined) return

@@ -1,11 +1,15 @@
 import fp from 'fastify-plugin'
-import { apiSecurityHeaders, securityHeaders } from '../http/security-headers.js'
+import { apiSecurityHeaders, hostSecurityHeaders, securityHeaders } from '../http/security-headers.js'
+import { onPlinthRoute } from '../http/plinth-routes.js'
 import { DOCS_PREFIX } from './docs.js'
 import type { App } from '../http/types.js'
 
 export { apiSecurityHeaders }
 
-/** Security headers on every response: the API set, or for Swagger UI's pages a CSP they run under (register after docs, for its hashes). */
+/**
+ * Security headers on every response: the API set on plinth's routes, for Swagger UI's pages a CSP they run under
+ * (register after docs, for its hashes), and on the host's own routes the same without a CSP, which would block its pages' scripts.
+ */
 async function securityPlugin (app: App) {
   if (app.hasPlugin('@fastify/helmet')) {
     app.log.info('security: the app has its own @fastify/helmet; its headers are left to it')
@@ -25,7 +29,7 @@ async function securityPlugin (app: App) {
     }
   })
   app.addHook('onRequest', function securityHeaders (request, reply, done) {
-    reply.headers(request.url.startsWith(DOCS_PREFIX) ? documentHeaders : apiSecurityHeaders)
+    reply.headers(request.url.startsWith(DOCS_PREFIX) ? documentHeaders : onPlinthRoute(request) ? apiSecurityHeaders : hostSecurityHeaders)
     done()
   })
 }

@@ -1,5 +1,8 @@
+import Fastify from 'fastify'
 import t from 'tap'
+import { dbPlugin, resourcePlugin, securityPlugin } from '../../index.js'
 import { build, captureLogs, login, newAccount, PASSWORD } from '../support/app.js'
+import { freshDatabase } from '../support/database.js'
 
 const app = await build(t)
 
@@ -95,4 +98,28 @@ t.test('logs never hold a password, a token or a password hash, even at trace le
   }
   t.notMatch(text, /\$argon2/, 'no password hash')
   t.notMatch(text, /authorization/i, 'no authorization header')
+})
+
+t.test('a host page with an inline and a same-origin script is not blocked by plinth\'s CSP; plinth\'s routes keep theirs', async (t) => {
+  const host = Fastify({ logger: false })
+  t.teardown(() => host.close())
+  await host.register(securityPlugin)
+  await host.register(dbPlugin, { client: await freshDatabase(t) })
+  await host.register(resourcePlugin, { prefix: '/api', name: 'notes' })
+  host.get('/', async (_request, reply) => reply.type('text/html').send('<script>document.title = "board"</script><script src="/app.js"></script>'))
+  host.get('/app.js', async (_request, reply) => reply.type('text/javascript').send('document.body.dataset.ready = "yes"'))
+
+  for (const url of ['/', '/app.js']) {
+    const res = await host.inject({ method: 'GET', url })
+    t.equal(res.statusCode, 200, url)
+    t.equal(res.headers['content-security-policy'], undefined, `${url}: no policy of plinth's on the host's own route, so its scripts run`)
+    t.equal(res.headers['x-content-type-options'], 'nosniff', `${url}: the safe headers stay`)
+    t.match(res.headers['strict-transport-security'], /^max-age=\d+; includeSubDomains$/, url)
+    t.equal(res.headers['x-frame-options'], 'SAMEORIGIN', `${url}: its own origin may frame it, as helmet allows`)
+  }
+  for (const [method, url] of [['GET', '/api/notes'], ['GET', '/api/notes/'], ['HEAD', '/api/notes'], ['POST', '/api/notes'], ['GET', '/nowhere']] as const) {
+    const res = await host.inject({ method, url, ...(method === 'POST' ? { payload: { title: 'n' } } : {}) })
+    t.equal(res.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", `${method} ${url} (${res.statusCode}): plinth's policy`)
+    t.equal(res.headers['x-frame-options'], 'DENY', `${method} ${url}`)
+  }
 })
