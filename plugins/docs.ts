@@ -7,6 +7,7 @@ import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { problemResponses } from '../schemas/error.js'
 import { openapiDocument } from '../http/openapi-document.js'
+import { nameSwaggerComponents } from '../http/openapi-names.js'
 import { serializeProblemsAsSent } from '../http/problem-serialization.js'
 import { readOptions } from '../http/options.js'
 import { assertBeforeRoutes } from '../http/order.js'
@@ -98,13 +99,14 @@ const cachedForAWeek: onSendHookHandler = function cachedForAWeek (_request, rep
   done(null, payload)
 }
 
-/** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept and gets plinth's routes. */
+/** OpenAPI 3.1 from the route schemas, and Swagger UI at /docs; a host's own @fastify/swagger is kept, gets plinth's routes and names its components. */
 async function docsPlugin (app: App, opts: DocsOptions) {
   const { title, version, description, servers } = readOptions(DocsOptionsSchema, opts, InvalidDocsOptions)
   if (app.hasDecorator('swagger')) {
     const unused = Object.keys(DocsOptionsSchema.properties).filter((name) => name in opts)
     if (unused.length > 0) app.log.warn(`docs: the app has its own @fastify/swagger, which sets the document's ${unused.join(', ')}: docsPlugin's are not used`)
     else app.log.info('docs: the app has its own @fastify/swagger; plinth\'s routes join its document')
+    nameSwaggerComponents(app)
     return
   }
   assertBeforeRoutes(app, 'plinth-docs', '@fastify/swagger documents only the routes added after it')

@@ -190,6 +190,27 @@ t.test('a host with its own @fastify/swagger: plinth\'s routes join its document
   t.equal((await app.inject({ method: 'GET', url: '/docs' })).statusCode, 404, 'plinth adds no Swagger UI of its own to a host that has swagger')
 })
 
+t.test('a host with its own @fastify/swagger gets plinth\'s components by name, TasksRecord and not def-N, in JSON and YAML', async (t) => {
+  const app = await host(t)
+  await app.register(swagger, { openapi: { openapi: '3.1.0', info: { title: 'host', version: '1.0.0' } } })
+  await app.register(docsPlugin)
+  await withAccounts(t, app)
+  await app.register(resourcePlugin, { prefix: '/api/v1', name: 'tasks', fields: TaskFields })
+  await app.ready()
+
+  const document = app.swagger() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>>, components: { schemas: Record<string, unknown> } }
+  const names = Object.keys(document.components.schemas)
+  t.same(names.filter((name) => /^def-\d+$/.test(name)), [], 'no def-N left')
+  for (const name of ['TasksRecord', 'Problem', 'ValidationProblem']) t.ok(names.includes(name), name)
+  t.equal(document.paths['/api/v1/tasks/{tasks_id}']?.get?.responses['200']?.content?.['application/json']?.schema.$ref, '#/components/schemas/TasksRecord')
+  const references = [...JSON.stringify(document).matchAll(/"#\/components\/schemas\/([^"/]+)/g)].map(([, name]) => name!)
+  t.ok(references.length > 0)
+  t.same([...new Set(references)].filter((name) => !names.includes(name)), [], 'every reference names a component there is')
+  const yaml = app.swagger({ yaml: true })
+  t.match(yaml, /\n {4}TasksRecord:\n/, 'the YAML form too')
+  t.notMatch(yaml, /def-\d/)
+})
+
 t.test('docs or errors registered after plinth\'s routes fail the boot with the order', async (t) => {
   const docsLate = await host(t)
   await docsLate.register(dbPlugin, { client: await freshDatabase(t) })
