@@ -7,6 +7,14 @@ export class UsageError extends Error {
   constructor (message: string, readonly usage = '') { super(message) }
 }
 
+/** What an error says at its root, the cause of its causes. */
+export function rootMessage (error: unknown): string {
+  let current = error
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause
+  if (!(current instanceof Error)) return String(current)
+  return current.message || String((current as { code?: unknown }).code ?? current.name)
+}
+
 /** Ctrl-C at a prompt: exit code 130, as the shell gives. */
 export class Interrupted extends Error {}
 

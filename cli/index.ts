@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isDatabaseUnavailable, sqlState } from '../db/errors.js'
-import { DOCS, Interrupted, UsageError, type Command, type Option, type Values } from './command.js'
+import { DOCS, Interrupted, UsageError, rootMessage, type Command, type Option, type Values } from './command.js'
 import { createSuperuser } from './create-superuser.js'
 import { createUser } from './create-user.js'
 import { keys } from './keys.js'
@@ -70,13 +70,6 @@ function packageVersion (): string {
 }
 
 /** The driver's own words: Drizzle's wrapper quotes the query and its parameters, a password hash among them. */
-function rootMessage (error: unknown): string {
-  let current = error
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause
-  if (!(current instanceof Error)) return String(current)
-  return current.message || String((current as { code?: unknown }).code ?? current.name)
-}
-
 function report (error: unknown): number {
   if (error instanceof UsageError) {
     process.stderr.write(`plinth: ${error.message}\n${error.usage && `\n${error.usage}`}`)

@@ -1,27 +1,23 @@
-import type { DatabaseClient } from '../db/client.js'
+import { spawn } from 'node:child_process'
+import { extname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { AppDocumentAnswer } from './app-document.js'
 import { APP, DOCS, readConfig, readFiles, type Command } from './command.js'
-import type { Rewrite } from './host-app.js'
+import { noDatabase } from './no-database.js'
 
 export const openapi: Command = {
   synopsis: '[--app MODULE]',
   summary: 'print the OpenAPI 3.1 document as JSON, without a database',
   description: 'Prints the OpenAPI 3.1 document the server serves at /docs/json, as JSON on stdout. With\n' +
     '--app, prints a host app\'s own document instead: its routes and resources beside plinth\'s. It\n' +
-    'opens no database: plinth\'s plugins are given none, and create no table.',
+    'opens no database: plinth\'s plugins are given none, and create no table. The app runs in a\n' +
+    'child process whose stdout is this command\'s stderr: its logs never mix with the document.',
   notes: 'Environment: RESOURCES, RESOURCES_FILE, and the limits the document states (DEFAULT_PAGE_LIMIT,\n' +
     'MAX_PAGE_LIMIT, PASSWORD_MIN_LENGTH...); with --app, the app\'s own settings.\n\n' +
     'A typed client: npx openapi-typescript openapi.json -o api.d.ts, then openapi-fetch; see\n' +
     `${DOCS}/plugins.md#the-typed-client`,
   options: { app: APP },
   run: (values) => typeof values.app === 'string' ? printAppOpenapi(values.app) : printOpenapi()
-}
-
-/** A driverless Drizzle that refuses every query: the document depends on settings, not data. */
-async function noDatabase (): Promise<DatabaseClient> {
-  const { drizzle } = await import('drizzle-orm/postgres-js')
-  const schema = await import('../db/schema.js')
-  const refuse = async () => { throw new Error('plinth openapi runs without a database') }
-  return { db: drizzle.mock({ schema }), driver: 'postgres', load: () => ({ size: 0, running: 0, waiting: 0 }), migrate: refuse, ping: refuse, close: async () => {} }
 }
 
 async function printOpenapi () {
@@ -37,20 +33,18 @@ async function printOpenapi () {
   }
 }
 
-// Run for the document alone, a host app's boot must neither reach a database nor create anything.
-const offline = (database: DatabaseClient): Record<string, Rewrite> => ({
-  'plinth-db': { options: () => ({ client: database, migrate: false }) },
-  'plinth-resource': { options: (options) => ({ ...options, createTable: false }) },
-  'plinth-accounts': { options: (options) => ({ ...options, firstSuperuser: undefined }) }
-})
+// The host's module runs in a process of its own, whose stdout is this one's stderr: only the document reaches stdout.
+const APP_DOCUMENT = fileURLToPath(new URL(`./app-document${extname(import.meta.url)}`, import.meta.url))
 
 async function printAppOpenapi (path: string) {
-  const { hostApp } = await import('./host-app.js')
-  const app = await hostApp(path, offline(await noDatabase()))
-  try {
-    if (typeof app.swagger !== 'function') throw new Error(`--app ${path}: the app has no OpenAPI document: register docsPlugin (or @fastify/swagger) in buildApp`)
-    process.stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)
-  } finally {
-    await app.close()
-  }
+  // Its loader (TypeScript under test) carries over; a debugger's port would clash.
+  const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--inspect'))
+  const child = spawn(process.execPath, [...execArgv, APP_DOCUMENT, path], { stdio: ['ignore', 2, 2, 'ipc'] })
+  const answer = await new Promise<AppDocumentAnswer>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as AppDocumentAnswer))
+    child.once('error', reject)
+    child.once('exit', (code, signal) => reject(new Error(`--app ${path}: the app's process ended (${signal ?? `exit code ${code}`}) before it gave its document`)))
+  })
+  if ('error' in answer) throw new Error(answer.error)
+  process.stdout.write(`${JSON.stringify(answer.document, null, 2)}\n`)
 }

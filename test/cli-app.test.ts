@@ -39,6 +39,16 @@ t.test('openapi --app prints the host app\'s own document, its routes and TypeSc
   t.notOk(await stat(`${dir}/data`).then(() => true, () => false), 'no database opened, none created')
 })
 
+t.test('openapi --app of a host that logs to stdout (logger: true) prints only the document there, its log lines on stderr', async (t) => {
+  const run = await plinth(['openapi', '--app', hostApp], { env: { HOST_APP_LOGGER: '1' } })
+  t.equal(run.code, 0, run.stderr)
+  const printed = JSON.parse(run.stdout) as typeof document
+  t.equal(run.stdout, `${JSON.stringify(printed, null, 2)}\n`, 'stdout holds the document and nothing else')
+  if (document) t.same(printed, document, 'the same document as without the logger')
+  const lines = run.stderr.trim().split('\n').map((line) => JSON.parse(line) as { msg: string })
+  t.ok(lines.some(({ msg }) => msg === 'the host app is building'), 'the host\'s own log line, on stderr')
+})
+
 t.test('the generator turns that document into a typed client of the host\'s routes and resources', async (t) => {
   if (!t.ok(document, 'the document of the test before')) return
   const tasks = Object.keys(document.paths).find((path) => /^\/api\/v1\/tasks\/?$/.test(path))!
