@@ -97,13 +97,15 @@ t.test('--app refuses a missing module, one without buildApp, or an app without 
   await writeFile(`${dir}/bare.mjs`, `import Fastify from '${fastify}'\nexport default async () => Fastify()\n`)
   await writeFile(`${dir}/broken.mjs`, `import Fastify from '${fastify}'\nexport const buildApp = () => { const app = Fastify(); app.register(async () => { throw new Error('the host plugin failed') }); return app }\n`)
   await writeFile(`${dir}/number.mjs`, 'export const buildApp = () => 42\n')
+  await writeFile(`${dir}/exits.mjs`, 'export const buildApp = () => process.exit(3)\n')
   const cases: Array<[string[], string]> = [
     [['openapi', '--app', `${dir}/missing.js`], `plinth: --app ${dir}/missing.js: no such file\n`],
     [['migrate', '--app', `${dir}/nothing.mjs`], `plinth: --app ${dir}/nothing.mjs: the module exports no buildApp function, nor a default one, that builds the app\n`],
     [['openapi', '--app', `${dir}/number.mjs`], `plinth: --app ${dir}/number.mjs: buildApp returned 42, not a Fastify app\n`],
     [['openapi', '--app', `${dir}/bare.mjs`], `plinth: --app ${dir}/bare.mjs: the app has no OpenAPI document: register docsPlugin (or @fastify/swagger) in buildApp\n`],
     [['migrate', '--app', `${dir}/bare.mjs`], `plinth: --app ${dir}/bare.mjs: the app registers no dbPlugin: there is no database to migrate\n`],
-    [['openapi', '--app', `${dir}/broken.mjs`], 'plinth: the host plugin failed\n']
+    [['openapi', '--app', `${dir}/broken.mjs`], 'plinth: the host plugin failed\n'],
+    [['openapi', '--app', `${dir}/exits.mjs`], `plinth: --app ${dir}/exits.mjs: the app's process ended (exit code 3) before it gave its document\n`]
   ]
   const runs = await Promise.all(cases.map(([args]) => plinth(args)))
   runs.forEach((run, i) => t.same(run, { code: 1, stdout: '', stderr: cases[i]![1] }, cases[i]![0].join(' ')))
