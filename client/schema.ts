@@ -317,7 +317,7 @@ export interface paths {
         head?: never;
         /**
          * Change the current user's password, or ask to change the email (either needs current_password)
-         * @description A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it is mailed to the new address and a notice to the current one, and the email changes only when the link is followed (`POST /auth/confirm-email`). A new password in the same request is set at once.
+         * @description A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it is mailed to the new address and a notice to the current one if it is verified, and the email changes only when the link is followed (`POST /auth/confirm-email`). A new password in the same request is set at once.
          */
         patch: operations["updateMe"];
         trace?: never;
@@ -4312,7 +4312,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address (RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
+            /** @description Too many confirmation links to the new email, or email changes asked for by this account (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address (RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
             429: {
                 headers: {
                     [name: string]: unknown;
