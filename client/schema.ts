@@ -45,7 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: 200 when the database answers, with the state of each replica */
+        /** Readiness probe: 200 when the database answers, with the state of each replica (never its address) */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -566,8 +566,6 @@ export interface components {
             replicas?: {
                 /** @description replica-1, replica-2... in the order of DATABASE_REPLICA_URLS */
                 name: string;
-                /** @description its URL, the password masked */
-                url: string;
                 /** @description ok: it serves reads; lagging (behind past DATABASE_REPLICA_MAX_LAG_SECONDS) or down: reads go to the primary */
                 status: "ok" | "lagging" | "down";
                 /** @description WAL bytes of the primary it has not replayed; null while down */
