@@ -45,7 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: 200 when the database answers, with the state of each replica */
+        /** Readiness probe: 200 when the database answers, with the state of each replica (never its address) */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -317,7 +317,7 @@ export interface paths {
         head?: never;
         /**
          * Change the current user's password, or ask to change the email (either needs current_password)
-         * @description A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it is mailed to the new address and a notice to the current one, and the email changes only when the link is followed (`POST /auth/confirm-email`). A new password in the same request is set at once.
+         * @description A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it is mailed to the new address and a notice to the current one if it is verified, and the email changes only when the link is followed (`POST /auth/confirm-email`). A new password in the same request is set at once.
          */
         patch: operations["updateMe"];
         trace?: never;
@@ -566,8 +566,6 @@ export interface components {
             replicas?: {
                 /** @description replica-1, replica-2... in the order of DATABASE_REPLICA_URLS */
                 name: string;
-                /** @description its URL, the password masked */
-                url: string;
                 /** @description ok: it serves reads; lagging (behind past DATABASE_REPLICA_MAX_LAG_SECONDS) or down: reads go to the primary */
                 status: "ok" | "lagging" | "down";
                 /** @description WAL bytes of the primary it has not replayed; null while down */
@@ -4312,7 +4310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address (RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
+            /** @description Too many confirmation links to the new email, or email changes asked for by this account (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address (RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds */
             429: {
                 headers: {
                     [name: string]: unknown;

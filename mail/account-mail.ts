@@ -68,18 +68,23 @@ export function accountMail (options: AccountMailOptions) {
       return 0
     },
 
-    /** Counts a confirmation link to `address` (lower-cased): the seconds to wait before it may be sent, or 0. */
-    emailChangeWait (address: string): Promise<number> {
-      return capped('confirm-email', address)
+    /** Counts an email change asked for against the caps of its two mails: the capped address and the seconds to wait, or null. */
+    async emailChangeWait (user: UserRow, address: string): Promise<{ email: string, wait: number } | null> {
+      // Counted even when no notice goes, so that one account asks for at most the cap's changes per window.
+      const notice = await capped('email-change-notice', user.email)
+      if (notice > 0) return { email: user.email, wait: notice }
+      const link = await capped('confirm-email', address)
+      return link > 0 ? { email: address, wait: link } : null
     },
 
     // The link lives as long as a reset link, since following it can hand over the account.
-    /** A link to `address` that moves the user there, and an uncapped notice to the current email, so the owner always hears of it. */
+    /** A link to `address` that moves the user there, and a notice to the current email when it was ever proved. */
     async changeEmail (request: FastifyRequest, user: UserRow, address: string): Promise<void> {
       const { token, hash } = newAccountToken()
       await tokens.issueEmailChange(user.id, address, hash, expiry(options.resetTokenMinutes))
       send(request, 'confirm-email', address, token, options.resetTokenMinutes)
-      mailer.send(request.log, 'email-change-notice', user.email, { link: '', email: user.email, expires: '', new_email: address })
+      // An address nobody proved may belong to someone else: it gets no mail its owner never asked for.
+      if (user.is_verified) mailer.send(request.log, 'email-change-notice', user.email, { link: '', email: user.email, expires: '', new_email: address })
     }
   }
 }

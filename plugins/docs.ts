@@ -51,6 +51,18 @@ function optionalDefaults (querystring: unknown) {
   return { ...(querystring as object), required: required.filter((name) => properties[name]?.default === undefined) }
 }
 
+type ListSchema = { type?: unknown, description?: string, maxItems?: number }
+
+/** An `in` filter is checked as an array, but written as one comma-separated value (`status[in]=open,doing`): so the document says. */
+function commaSeparatedLists (querystring: unknown) {
+  const { properties } = (querystring ?? {}) as { properties?: Record<string, ListSchema> }
+  if (!properties || !Object.keys(properties).some((name) => name.endsWith('[in]'))) return querystring
+  const asText = ({ description, maxItems }: ListSchema) =>
+    ({ type: 'string', minLength: 1, description: `${description ?? 'Comma-separated values'}${maxItems === undefined ? '' : `, at most ${maxItems}`}` })
+  const written = Object.entries(properties).map(([name, schema]) => [name, name.endsWith('[in]') && schema.type === 'array' ? asText(schema) : schema])
+  return { ...(querystring as object), properties: Object.fromEntries(written) }
+}
+
 type RouteSchema = { params?: unknown, consumes?: string[], response?: Record<string, unknown> }
 
 /** The statuses any route may answer beside its own: unparsable, too long or too large, an unsupported type, a 500, a 503. */
@@ -86,7 +98,7 @@ export function documentRoutes (app: App, securitySchemes: SecuritySchemes = {})
     // A guard without the accounts plugin has no login scheme to point at: the route is then documented without one.
     const security = schema.security?.filter((requirement) => Object.keys(requirement).every((name) => name in declared))
     const response = schema.hide ? schema.response : withSharedStatuses(schema as RouteSchema, String(route.method))
-    return { url, schema: { ...schema, response, querystring: optionalDefaults(schema.querystring), ...(security ? { security } : {}) } }
+    return { url, schema: { ...schema, response, querystring: commaSeparatedLists(optionalDefaults(schema.querystring)), ...(security ? { security } : {}) } }
   }
   app.addHook('onRoute', function documented (route) {
     route.config = { ...route.config, swaggerTransform }

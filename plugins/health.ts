@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { coalesced } from '../concurrency/batch.js'
+import type { ReplicaReport } from '../db/replicas.js'
 import { addSchemas, ref } from '../schemas/common.js'
 import { ProblemSchema, problemResponses } from '../schemas/error.js'
 import { HealthSchema } from '../schemas/health.js'
@@ -29,6 +30,9 @@ async function within (ms: number, check: () => Promise<void>) {
   }
 }
 
+/** What anyone may see of a replica: its state, never where it is or who connects to it. */
+const stateOf = (report: ReplicaReport) => ({ name: report.name, status: report.status, lag_bytes: report.lag_bytes, lag_seconds: report.lag_seconds })
+
 /** Liveness (no I/O, so a slow database never restarts a healthy process) and readiness. */
 const health: FastifyPluginAsyncTypebox = async (app) => {
   addSchemas(app, [ProblemSchema, HealthSchema])
@@ -55,7 +59,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     config: neverShed,
     schema: {
       operationId: 'getReadiness',
-      summary: 'Readiness probe: 200 when the database answers, with the state of each replica',
+      summary: 'Readiness probe: 200 when the database answers, with the state of each replica (never its address)',
       tags: ['health'],
       response: { 200: ref(HealthSchema), ...problemResponses(503) }
     }
@@ -70,7 +74,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     if (replicas === null) return { status: 'ok' as const }
     let reports = replicas.reports()
     await within(READY_TIMEOUT_MS, async () => { reports = await replicas.check() }).catch(() => {})
-    return { status: 'ok' as const, replicas: reports }
+    return { status: 'ok' as const, replicas: reports.map(stateOf) }
   })
 }
 

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 
+// No URL, user, host, port or database: the probe answers anyone. A state change is logged with the URL, password masked.
 const ReplicaSchema = Type.Object({
   name: Type.String({ description: 'replica-1, replica-2... in the order of DATABASE_REPLICA_URLS' }),
-  url: Type.String({ description: 'its URL, the password masked' }),
   status: Type.Union([Type.Literal('ok'), Type.Literal('lagging'), Type.Literal('down')], {
     description: 'ok: it serves reads; lagging (behind past DATABASE_REPLICA_MAX_LAG_SECONDS) or down: reads go to the primary'
   }),

@@ -46,15 +46,18 @@ t.test('types generated from the document of a RESOURCES_FILE type its resources
         const projectId: number = project.data && !Array.isArray(project.data) ? project.data.id : 0
         await api.POST('/api/v1/tasks', { body: [{ title: 'one', project_id: projectId }, { title: 'two', project_id: projectId }] })
         const found = await api.GET('/api/v1/tasks', { params: { query: { q: 'one', status: 'open', embed: 'project' } } })
+        await api.GET('/api/v1/tasks', { params: { query: { 'status[in]': 'open,done', 'project_id[in]': '1,2' } } })
         const first: Task | undefined = found.data?.[0]
         const title: string | undefined = first?.title
         // @ts-expect-error project_id is an integer
         await api.POST('/api/v1/tasks', { body: { title: 'three', project_id: 'plinth' } })
         // @ts-expect-error status is open or done
         await api.GET('/api/v1/tasks', { params: { query: { status: 'later' } } })
+        // @ts-expect-error an in filter is one comma-separated value
+        await api.GET('/api/v1/tasks', { params: { query: { 'status[in]': ['open', 'done'] } } })
         return title
       }
     `
   })
-  t.same(errors, [], 'the client compiles, and the two wrong calls do not')
+  t.same(errors, [], 'the client compiles, and the three wrong calls do not')
 })

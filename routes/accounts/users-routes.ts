@@ -67,14 +67,14 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
     etags, requireIfMatch: ctx.requireIfMatch, id, what: `user ${id}`, current, exists: () => users.get(id), missing: () => new UserNotFound(id)
   })
 
-  /** Mails a link to move the user to `address` and a notice to the current address, which stays until the link is followed. */
+  /** Mails a link to move the user to `address`, and a notice to the current address if verified; the email stays until the link is followed. */
   async function askEmailChange (request: FastifyRequest, reply: FastifyReply, address: string, password?: string) {
     const { account } = request
     ifMatchVersions(request, conditions(account.id, account))
     // Registration tells anyone whether an address is taken, so this answer tells nothing more.
     if (await users.findByEmail(address)) throw new EmailTaken(address)
-    const wait = await mail.emailChangeWait(address)
-    if (wait > 0) throw tooManyMails(address, wait)
+    const capped = await mail.emailChangeWait(account, address)
+    if (capped !== null) throw tooManyMails(capped.email, capped.wait)
     // The link is bound to the password, so it is issued after a new one is set.
     if (password !== undefined) await change(request, reply, account, { password })
     await mail.changeEmail(request, account, address)
@@ -113,7 +113,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
       operationId: 'updateMe',
       summary: 'Change the current user\'s password, or ask to change the email (either needs current_password)',
       description: 'A new password is set at once and ends every session (200). A new email is not: the answer is 202, a link to confirm it ' +
-        'is mailed to the new address and a notice to the current one, and the email changes only when the link is followed ' +
+        'is mailed to the new address and a notice to the current one if it is verified, and the email changes only when the link is followed ' +
         '(`POST /auth/confirm-email`). A new password in the same request is set at once.',
       tags: userTags,
       security,
@@ -126,7 +126,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
           'current_password is wrong (ACCOUNT_WRONG_PASSWORD), or the account is inactive (AUTH_INACTIVE_USER)'],
         [...EmailTaken.example('ada@example.com'), 'The new email belongs to another account'], 412, 422, 428,
         [...accountProblems.TooManyMails.example('ada@example.com', 1800),
-          'Too many confirmation links to the new email (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address ' +
+          'Too many confirmation links to the new email, or email changes asked for by this account (MAIL_RATE_LIMITED); or, where password checks are throttled, too many requests from this address ' +
           '(RATE_LIMITED), failed password checks (AUTH_TOO_MANY_FAILURES) or password hashes waiting (TOO_MANY_PASSWORD_HASHES); retry after Retry-After seconds'])
       }
     },

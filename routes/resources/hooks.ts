@@ -26,8 +26,9 @@ type Maybe<T> = T | Promise<T>
 /**
  * Code a resource runs around its writes; `Row` is `ResourceRow<typeof fields>`, the row as the API answers it
  * (writeOnly fields are in `data`, never in a row). A before* hook may return the values to write instead of
- * those given, or throw a problem error (`defineProblem`, `validationError`...), which becomes the response
- * and undoes the write and everything written through `tx`. An after* hook runs once the write is committed;
+ * those given, or throw a problem error (`problemError`, `validationError`, `conflictError`, `forbiddenError`,
+ * `notFoundError`, all exported by plinth), which becomes the response and undoes the write and everything
+ * written through `tx`. An after* hook runs once the write is committed;
  * its error is logged and never undoes the write.
  *
  * Methods, not function properties: hooks typed for one resource's rows are still a `ResourceHooks`.

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
 import { describe, expect, test } from 'tstyche'
 import {
-  defineResource, resourceHooks, resourcePlugin, validationError,
+  conflictError, defineResource, forbiddenError, notFoundError, problemError, resourceHooks, resourcePlugin, validationError,
   type CreateContext, type PlinthAccount, type ResourceHooks, type ResourceOptions, type ResourceRow
 } from 'plinth'
 import type { Database } from 'plinth/db'
@@ -46,6 +46,14 @@ describe('resourceHooks', () => {
     expect(resourceHooks).type.toBeCallableWith(Task, { beforeCreate: () => undefined })
     expect(resourceHooks).type.not.toBeCallableWith(Task, { beforeCreate: () => ({ title: 7 }) })
     expect(resourceHooks).type.not.toBeCallableWith(Task, { beforeCreate: () => ({ status: 'closed' }) })
+  })
+
+  test('a hook throws with the problem helpers its documentation names', () => {
+    expect(resourceHooks).type.toBeCallableWith(Task, {
+      beforeCreate () { throw problemError(409, 'TASKS_REFUSED', 'refused') },
+      beforeUpdate () { throw conflictError('TASKS_TAKEN', 'taken') },
+      beforeDelete (current: TaskRow) { throw current.status === 'open' ? forbiddenError('TASKS_OPEN', 'still open') : notFoundError('TASKS_GONE', 'gone') }
+    })
   })
 
   test('names only the six hooks', () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { join, relative, resolve } from 'node:path'
 import createError from '@fastify/error'
 import { Type } from '@sinclair/typebox'
@@ -7,8 +7,7 @@ import t, { type Test } from 'tap'
 import { API_PREFIX } from '../../../app.js'
 import { loadConfig } from '../../../config.js'
 import { rowsOf } from '../../../db/raw-rows.js'
-import { defineProblem } from '../../../http/problem-error.js'
-import { validationError } from '../../../http/problems.js'
+import * as plinth from '../../../index.js'
 import { resourceHooks } from '../../../routes/resources/hooks.js'
 import resourcePlugin from '../../../routes/resources/index.js'
 import { readSettingFiles } from '../../../settings/files.js'
@@ -24,7 +23,9 @@ const TaskFields = Type.Object({
   created_by: Type.Optional(Type.Integer({ readOnly: true }))
 })
 
-const TaskRefused = defineProblem({ status: 409, code: 'TASKS_REFUSED', message: 'task refused: %s' })
+// What a host throws: plinth's public problem helpers.
+const { problemError, validationError } = plinth
+const taskRefused = (why: string) => problemError(409, 'TASKS_REFUSED', `task refused: ${why}`)
 const FastifyRefusal = createError('TASKS_LOCKED', 'the task "%s" is locked', 409)
 
 /** What the after* hooks saw, in order. */
@@ -32,7 +33,7 @@ const seen: Array<[string, unknown, unknown?]> = []
 
 const hooks = resourceHooks(TaskFields, {
   async beforeCreate (data, { tx, account }) {
-    if (data.title === 'refused') throw new TaskRefused('refused by name')
+    if (data.title === 'refused') throw taskRefused('refused by name')
     if (data.project_id !== undefined && data.status !== 'done') {
       await tx.execute(sql`update projects set open_tasks = open_tasks + 1 where id = ${data.project_id}`)
     }
@@ -53,7 +54,7 @@ const hooks = resourceHooks(TaskFields, {
     if (current.project_id !== undefined && current.status !== 'done') {
       await tx.execute(sql`update projects set open_tasks = open_tasks - 1 where id = ${current.project_id}`)
     }
-    if (current.title === 'kept') throw new TaskRefused('kept by a hook')
+    if (current.title === 'kept') throw taskRefused('kept by a hook')
   },
   afterCreate (row) {
     if (row.title === 'after fails') throw new Error('the mailer is down')
@@ -217,4 +218,12 @@ t.test('RESOURCES_FILE: "hooks" names a module whose default export is the hooks
 
   const bad = join(fixtures, 'bad-hooks.ts')
   await t.rejects(build(t, { RESOURCES_FILE: await file(bad) }), { message: `RESOURCES_FILE: notes.hooks: ${bad}: hooks.beforeCreate must be a function (got string)` })
+})
+
+t.test('every function the hooks\' documentation tells a host to throw with is exported by plinth', async (t) => {
+  const source = await readFile(new URL('../../../routes/resources/hooks.ts', import.meta.url), 'utf8')
+  const comments = (source.match(/\/\*\*[\s\S]*?\*\//g) ?? []).join('\n')
+  const named = new Set([...comments.matchAll(/`([a-z]+[A-Z]\w*)`/g)].map(([, name]) => name!))
+  t.ok(named.has('problemError'), 'the documentation names the helpers')
+  for (const name of named) t.equal(typeof (plinth as Record<string, unknown>)[name], 'function', `${name} is a function plinth exports`)
 })

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { accountTokens } from '../../../../db/schema.js'
-import { PASSWORD, build, login, newAccount, register, superuser, type Session } from '../../../support/app.js'
+import { PASSWORD, build, login, movableClock, newAccount, register, superuser, type Session } from '../../../support/app.js'
 import { clockedAccounts } from '../../../support/accounts-plugin.js'
 import { assertProblem } from '../../../support/responses.js'
 import { startSmtp } from '../../../support/smtp.js'
@@ -17,10 +17,12 @@ const confirm = (token: string) => app.inject({ method: 'POST', url: '/api/v1/au
 const me = (session: Session) => app.inject({ method: 'GET', url: '/api/v1/users/me', headers: session.headers })
 const forgot = (email: string) => app.inject({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email } })
 
-/** A registered, logged-in account whose verification mail has been taken from the inbox. */
+/** A registered, logged-in account that followed its verification link: only a verified address is told of a change. */
 async function account () {
   const created = await newAccount(app)
-  await smtp.next(created.email)
+  const token = new URL((await smtp.next(created.email)).links[0] ?? '').searchParams.get('token')
+  const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/verify', payload: { token } })
+  if (verified.statusCode !== 200) throw new Error(`verify ${created.email}: ${verified.statusCode} ${verified.payload}`)
   return created
 }
 
@@ -175,22 +177,79 @@ t.test('a new password and a new email in one request: the password now, the ema
 
 t.test('confirmation links to one address are capped like other mail (429 MAIL_RATE_LIMITED)', async (t) => {
   const capped = await build(t, { SMTP_URL: smtp.url, APP_URL, RATE_LIMIT_MAILS_PER_EMAIL: 1 })
-  const email = 'capped.changer@example.com'
-  await register(capped, email)
-  await smtp.next(email)
-  const session = await login(capped, email)
-  const ask = () => capped.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: { email: 'inbox@example.com', current_password: PASSWORD } })
-  t.equal((await ask()).statusCode, 202)
+  const ask = async (email: string) => {
+    await register(capped, email)
+    const session = await login(capped, email)
+    return capped.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: { email: 'inbox@example.com', current_password: PASSWORD } })
+  }
+  t.equal((await ask('capped.changer@example.com')).statusCode, 202)
   await confirmToken(t, 'inbox@example.com')
-  await smtp.next(email)
-  const refused = await ask()
+  const refused = await ask('other.changer@example.com')
   assertProblem(t, refused, 429, 'MAIL_RATE_LIMITED')
-  t.ok(Number(refused.headers['retry-after']) > 0, 'with Retry-After')
+  t.match(refused.json().detail, /^Too many mails of this kind to inbox@example\.com; retry in \d+ seconds$/, 'whichever account asks')
+  t.ok(Number(refused.headers['retry-after']) > 3000, 'with Retry-After')
+})
+
+/** An app with the default cap of 5 mails per email an hour, on a clock the test moves, and a logged-in account of `email`. */
+async function cappedChanger (t: Test, email: string, settings: object = {}) {
+  const { clock, advance } = movableClock()
+  const capped = await build(t, { SMTP_URL: smtp.url, APP_URL, RATE_LIMIT_MAILS_PER_EMAIL: 5, ...settings }, { clock })
+  await register(capped, email)
+  const verifyLink = await smtp.next(email)
+  const ask = async (to: string) => {
+    // Access tokens expire on the same clock: each request logs in at the clock's time.
+    const session = await login(capped, email)
+    return capped.inject({ method: 'PATCH', url: '/api/v1/users/me', headers: session.headers, payload: { email: to, current_password: PASSWORD } })
+  }
+  const noticesTo = () => smtp.received.filter((mail) => mail.to.includes(email) && mail.subject === 'Your email address is being changed').length
+  return { app: capped, advance, ask, noticesTo, verifyToken: new URL(verifyLink.links[0] ?? '').searchParams.get('token') }
+}
+
+t.test('an address registered by someone who does not own it gets no change notices, however many changes are asked', async (t) => {
+  const victim = 'victim.of.notices@example.com'
+  const { advance, ask, noticesTo } = await cappedChanger(t, victim)
+  for (let i = 1; i <= 5; i++) {
+    t.equal((await ask(`n${i}.${victim}`)).statusCode, 202, `change ${i} is asked for`)
+    await confirmToken(t, `n${i}.${victim}`)
+  }
+  const sixth = await ask(`n6.${victim}`)
+  assertProblem(t, sixth, 429, 'MAIL_RATE_LIMITED', 'one account asks for at most RATE_LIMIT_MAILS_PER_EMAIL changes an hour')
+  t.match(sixth.json().detail, `Too many mails of this kind to ${victim}; retry in `)
+  advance(3600_000)
+  t.equal((await ask(`n7.${victim}`)).statusCode, 202, 'the next hour, again')
+  await confirmToken(t, `n7.${victim}`)
+  t.equal(noticesTo(), 0, 'the unverified address got no notice: only its own verification link')
+  t.equal(smtp.received.filter((mail) => mail.to.includes(`n6.${victim}`)).length, 0, 'and the refused change mailed nothing')
+})
+
+t.test('a verified owner hears of every change up to the cap; past it the change is refused, never made unheard', async (t) => {
+  const owner = 'told.owner@example.com'
+  const { app: capped, advance, ask, noticesTo, verifyToken } = await cappedChanger(t, owner, { RATE_LIMIT_MAILS_PER_EMAIL: 2 })
+  t.equal((await capped.inject({ method: 'POST', url: '/api/v1/auth/verify', payload: { token: verifyToken } })).statusCode, 200)
+  for (const to of [`a.${owner}`, `b.${owner}`]) {
+    t.equal((await ask(to)).statusCode, 202)
+    await confirmToken(t, to)
+    t.equal((await smtp.next(owner)).subject, 'Your email address is being changed')
+  }
+  const third = await ask(`c.${owner}`)
+  assertProblem(t, third, 429, 'MAIL_RATE_LIMITED', 'the notices to the owner are capped')
+  t.match(third.json().detail, `Too many mails of this kind to ${owner}; retry in `)
+  t.equal(smtp.received.filter((mail) => mail.to.includes(`c.${owner}`)).length, 0, 'no link goes without its notice')
+  advance(3000_000)
+  assertProblem(t, await ask(`d.${owner}`), 429, 'MAIL_RATE_LIMITED', 'until the window ends')
+  advance(600_000)
+  t.equal((await ask(`e.${owner}`)).statusCode, 202, 'then the owner is told again')
+  await confirmToken(t, `e.${owner}`)
+  t.equal((await smtp.next(owner)).subject, 'Your email address is being changed')
+  t.equal(noticesTo(), 3, 'one notice per change made')
 })
 
 t.test('the link works for RESET_TOKEN_EXPIRE_MINUTES on the plugin\'s clock', async (t) => {
   const { app: own, clock, inbox } = await clockedAccounts(t, { resetTokenMinutes: 30 })
   await register(own, 'clocked.changer@example.com')
+  const link = await until('the verification mail', () => inbox.find((message) => message.kind === 'verify-email'))
+  const verified = await own.inject({ method: 'POST', url: '/api/v1/auth/verify', payload: { token: new URL(link.link).searchParams.get('token') } })
+  t.equal(verified.statusCode, 200, 'the account is verified, so its address is told of changes')
   const changeAt = async (minutes: number, to: string) => {
     // Access tokens expire on the same clock: each attempt logs in at the clock's time.
     const session = await login(own, 'clocked.changer@example.com')
