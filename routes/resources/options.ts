@@ -147,6 +147,8 @@ function readUnique (name: string, fields: Field[] | undefined, unique: Static<t
     const read = typeof key === 'string' ? { fields: [key], global: false } : Array.isArray(key) ? { fields: key, global: false } : { fields: key.fields, global: key.global ?? false }
     for (const field of fieldsNamed(name, 'unique', fields, read.fields)) {
       if (field.kind === 'jsonb' || field.kind === 'text[]') throw new InvalidResourceOptions(`"${name}": unique names "${field.name}", a ${field.kind} field; unique takes fields of single values`)
+      // A 409 would confirm another row's value, a guess at a time (a bulk create, a thousand at once).
+      if (isWriteOnly(field)) throw new InvalidResourceOptions(`"${name}": unique names "${field.name}", a writeOnly field; a conflict would tell another row's value`)
     }
     if (new Set(read.fields).size !== read.fields.length) throw new InvalidResourceOptions(`"${name}": unique names a field twice in [${read.fields.join(', ')}]`)
     return read
