@@ -10,6 +10,7 @@ import type { ResolvedResourceOptions } from './options.js'
 import type { ResourcePreset } from './presets.js'
 import { documentEmbeds, withEmbeds } from './embed-document.js'
 import { embeddedList } from './embed-query.js'
+import { runGuard } from './guard-runs.js'
 import { registeredResource, type Embedding, type RegisteredResource } from './registry.js'
 
 /** What a resource shows to others' embeds beyond its registration: its limits, its routes and its row's component. */
@@ -33,12 +34,7 @@ async function refuses (app: FastifyInstance, guard: Guard, request: FastifyRequ
     return send.call(this, payload)
   }
   try {
-    if (guard.length >= 3) {
-      // A hook written with a callback, as Fastify also allows.
-      await new Promise<void>((resolve, reject) => (guard as unknown as (...args: unknown[]) => void).call(app, request, reply, (err?: Error) => err ? reject(err) : resolve()))
-    } else {
-      await guard.call(app as never, request, reply)
-    }
+    await runGuard(app, guard, request, reply)
   } finally {
     if (own) reply.send = send
     else delete (reply as { send?: unknown }).send
