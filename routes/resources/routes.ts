@@ -141,7 +141,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
       const { limit, offset, sort, cursor, count, ...query } = request.query as Record<string, unknown> & ListQuery
       // Without search fields, a field may be called q: its filter, not a search.
       const q = opts.search.length > 0 ? query.q as string | undefined : undefined
-      const embedded = embeds?.selectionOf(request)
+      const embedded = embeds?.selectionOf(request, Math.min(limit, maxLimit))
       const page = await read(request, ({ list }) => list({
         filters: filtersOf(query, filters),
         sort: sortOf(sort, schemas.columns),
