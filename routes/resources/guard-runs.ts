@@ -11,6 +11,12 @@ export async function runGuard (app: FastifyInstance, guard: Guard, request: Fas
   }
 }
 
+/** A guard's 4xx is its refusal; anything else (the database down) is rethrown, and answered as on the guard's own routes. */
+function keepRefusal (err: unknown): void {
+  const status = (err as { statusCode?: unknown } | null)?.statusCode
+  if (!(typeof status === 'number' && status >= 400 && status < 500)) throw err
+}
+
 /**
  * Whether `guard` would let `request` through, and with which account, answering nothing: the request and the reply are
  * left as they were, so a refusal can be answered as something else (a missing row).
@@ -22,7 +28,8 @@ export async function passesGuard (app: FastifyInstance, guard: Guard, request: 
   if (check !== undefined) {
     try {
       await check(probe)
-    } catch {
+    } catch (err) {
+      keepRefusal(err)
       return false
     }
     return { account: probe.account ?? null }
@@ -40,7 +47,8 @@ export async function passesGuard (app: FastifyInstance, guard: Guard, request: 
   Object.defineProperty(stand, 'then', { value: undefined })
   try {
     await runGuard(app, guard, probe, stand)
-  } catch {
+  } catch (err) {
+    keepRefusal(err)
     refused = true
   } finally {
     reply.statusCode = status

@@ -16,6 +16,7 @@ const app = await buildResources(t, [])
 const superusersOnly = { read: app.plinthGuards.requireSuperuser, write: app.plinthGuards.requireSuperuser }
 // A host's own guard, which answers its refusal itself, with a header of its own.
 async function hostGuard (request: FastifyRequest, reply: FastifyReply) {
+  if (request.headers['x-host-down'] === 'yes') throw Object.assign(new Error('the host\'s directory is down'), { statusCode: 503 })
   if (request.headers['x-host-pass'] !== 'yes') return reply.code(403).header('x-host-refused', 'yes').send({ message: 'no' })
 }
 for (const [name, guards] of [['vaults', superusersOnly], ['host_vaults', { read: hostGuard, write: superusersOnly.write }]] as const) {
@@ -95,4 +96,12 @@ t.test('a host\'s own read guard: its refusal is a missing row, with nothing of 
   const passed = await send('POST', 'host_notes/', { 'x-host-pass': 'yes' }, { title: 'ok', ref_id: hostVault.id })
   t.equal(passed.statusCode, 201)
   t.equal((await send('POST', 'host_notes/', { 'x-host-pass': 'yes' }, { title: 'missing', ref_id: MISSING })).statusCode, 422, 'a missing row is still missing')
+})
+
+t.test('a guard that fails rather than refuses fails the write as it would fail its own route, never as a missing row', async (t) => {
+  const res = await send('POST', 'host_notes/', { 'x-host-down': 'yes' }, { title: 'probe', ref_id: hostVault.id })
+  const own = await app.inject({ method: 'GET', url: `${API_PREFIX}/host_vaults/${hostVault.id}`, headers: { 'x-host-down': 'yes' } })
+  t.ok(res.statusCode >= 500, `not a 4xx (${res.statusCode})`)
+  t.equal(res.statusCode, own.statusCode, 'as on its own route')
+  t.equal(res.json().code, own.json().code)
 })
