@@ -169,6 +169,8 @@ function readField (name: string, schema: JsonSchema, required: boolean): Field 
   if (Array.isArray(value.enum)) field.enum = value.enum as string[]
   if (references) field.references = references
   if (isReadOnly(field) && isWriteOnly(field)) throw new FieldError('a field is readOnly or writeOnly, not both')
+  // Embeds show the referenced row and list the rows by it, and a restrict delete names the field.
+  if (references && isWriteOnly(field)) throw new FieldError('a reference is never writeOnly: ?embed= would show the row it references, and list the rows that reference a row')
   if (isReadOnly(field) && !nullable && required && fallback === undefined) {
     throw new FieldError('a readOnly field is never taken from a body, so a required one needs a default; give it one, or make it optional')
   }

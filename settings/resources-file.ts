@@ -25,6 +25,7 @@ const FileResource = Type.Object({
   indexes: Type.Optional(Type.Array(Type.String())),
   unique: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Array(Type.String()), Type.Object({}, { additionalProperties: true })]))),
   search: Type.Optional(Type.Array(Type.String())),
+  maxEmbedRows: Type.Optional(Type.Integer()),
   maxBatch: Type.Optional(Type.Integer()),
   eventHeartbeatSeconds: Type.Optional(Type.Number()),
   eventBufferBytes: Type.Optional(Type.Integer()),

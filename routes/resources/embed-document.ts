@@ -35,17 +35,18 @@ export function withEmbeds<S extends object> (schema: S): S {
   return { ...schema, querystring: withEmbedParameter(querystring as TObject | undefined), response: { ...response, 200: copied } }
 }
 
-function description (name: string, embeds: DocumentedEmbed[]): string {
+function description (name: string, embeds: DocumentedEmbed[], budget: number): string {
   const each = embeds.map((embed) => embed.kind === 'one'
     ? `\`${embed.name}\`: the ${embed.of} row \`${embed.column}\` references, or null`
     : `\`${embed.name}\`: the ${embed.of} rows whose \`${embed.column}\` is this row's id (\`${embed.name}.limit\`, default ${embed.defaultLimit}, ` +
       `at most ${embed.maxLimit}; \`${embed.name}.sort\`; and the filters of ${embed.of} as \`${embed.name}.<filter>\`)`)
   return `Related rows to put inline in each ${name} row, comma-separated: ${each.join('; ')}. ` +
-    'Each needs what its own resource\'s reads need, and shows only the rows they would show; writeOnly fields never.'
+    'Each needs what its own resource\'s reads need, and shows only the rows they would show; writeOnly fields never. ' +
+    `One answer embeds at most ${budget} rows, counted from the request: the page's rows times the sum of each embed's limit (1 for a single row); past it, 422.`
 }
 
 /** Documents the embeds on the routes' schemas (from withEmbeds), which the document reads after ready; their validation was compiled before. */
-export function documentEmbeds (name: string, embeds: DocumentedEmbed[], schemas: { list: object, get: object }) {
+export function documentEmbeds (name: string, embeds: DocumentedEmbed[], budget: number, schemas: { list: object, get: object }) {
   const members: Schema = Object.fromEntries(embeds.map((embed) => [embed.name, embed.kind === 'one'
     ? { anyOf: [{ $ref: embed.rowId }, { type: 'null' }], description: `With embed=${embed.name}` }
     : { type: 'array', items: { $ref: embed.rowId }, description: `With embed=${embed.name}` }]))
@@ -55,7 +56,7 @@ export function documentEmbeds (name: string, embeds: DocumentedEmbed[], schemas
       delete query.properties[EMBED_PARAMETER]
       continue
     }
-    query.properties[EMBED_PARAMETER]!.description = description(name, embeds)
+    query.properties[EMBED_PARAMETER]!.description = description(name, embeds, budget)
     for (const embed of embeds.filter((each) => each.kind === 'many')) {
       query.properties[`${embed.name}.limit`] = Type.Optional(Type.Integer({ minimum: 1, default: embed.defaultLimit, description: `With embed=${embed.name}: at most this many, up to ${embed.maxLimit}` }))
       query.properties[`${embed.name}.sort`] = Type.Optional(Type.String({ description: `With embed=${embed.name}: their order, as the sort of ${embed.of}` }))

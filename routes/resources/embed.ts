@@ -10,6 +10,7 @@ import type { ResolvedResourceOptions } from './options.js'
 import type { ResourcePreset } from './presets.js'
 import { documentEmbeds, withEmbeds } from './embed-document.js'
 import { embeddedList } from './embed-query.js'
+import { runGuard } from './guard-runs.js'
 import { registeredResource, type Embedding, type RegisteredResource } from './registry.js'
 
 /** What a resource shows to others' embeds beyond its registration: its limits, its routes and its row's component. */
@@ -33,12 +34,7 @@ async function refuses (app: FastifyInstance, guard: Guard, request: FastifyRequ
     return send.call(this, payload)
   }
   try {
-    if (guard.length >= 3) {
-      // A hook written with a callback, as Fastify also allows.
-      await new Promise<void>((resolve, reject) => (guard as unknown as (...args: unknown[]) => void).call(app, request, reply, (err?: Error) => err ? reject(err) : resolve()))
-    } else {
-      await guard.call(app as never, request, reply)
-    }
+    await runGuard(app, guard, request, reply)
   } finally {
     if (own) reply.send = send
     else delete (reply as { send?: unknown }).send
@@ -51,8 +47,8 @@ const baseName = (field: Field) => field.name.slice(0, -'_id'.length)
 export interface ResourceEmbeds {
   /** preValidation: takes `embed` and `<embed>.<param>` out of the query, runs the embedded resources' read guards, and keeps the embeds. */
   take (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<unknown>
-  /** The `json` column with the request's embeds, or undefined when it asks for none. */
-  selectionOf (request: FastifyRequest): RequestSelection | undefined
+  /** The `json` column with the request's embeds for a list page of `limit` rows (one row without it), or undefined when it asks for none; a 422 past maxEmbedRows. */
+  selectionOf (request: FastifyRequest, limit?: number): RequestSelection | undefined
 }
 
 /**
@@ -129,9 +125,11 @@ export function resourceEmbeds<L extends object, G extends object> (app: Fastify
     }))
   }
 
-  function selectionOf (request: FastifyRequest): RequestSelection | undefined {
+  function selectionOf (request: FastifyRequest, limit?: number): RequestSelection | undefined {
     const embeds = plans.get(request)
-    return embeds === undefined || embeds.length === 0 ? undefined : embeddedJson(opts.table, fields, { owner: opts.owner, timestamps: preset.timestamps }, embeds)
+    if (embeds === undefined || embeds.length === 0) return undefined
+    checkBudget(opts.name, embeds, limit, opts.maxEmbedRows)
+    return embeddedJson(opts.table, fields, { owner: opts.owner, timestamps: preset.timestamps }, embeds)
   }
 
   const routeSchemas = { list: withEmbeds(schemas.list), get: withEmbeds(schemas.get) }
@@ -146,10 +144,24 @@ export function resourceEmbeds<L extends object, G extends object> (app: Fastify
       defaultLimit: embed.offer.defaultLimit,
       maxLimit: embed.offer.maxLimit,
       guarded: embed.target.read !== undefined && embed.target.read !== ownGuard
-    })), routeSchemas)
+    })), opts.maxEmbedRows, routeSchemas)
   })
 
   return { take, selectionOf, ...routeSchemas }
+}
+
+/**
+ * The most rows the embeds may put in one answer, from the request alone, before any query: each page row embeds one
+ * row per single-row embed and up to its limit per list (embeds do not nest). Past `budget`, a 422 naming the parameters.
+ */
+function checkBudget (name: string, embeds: Embed[], limit: number | undefined, budget: number): void {
+  const pageRows = limit ?? 1
+  const perRow = embeds.reduce((sum, embed) => sum + (embed.kind === 'one' ? 1 : embed.limit), 0)
+  if (pageRows * perRow <= budget) return
+  const each = embeds.map((embed) => embed.kind === 'one' ? `${embed.name} 1` : `${embed.name}.limit ${embed.limit}`).join(' + ')
+  const lower = [...(limit === undefined ? [] : ['limit']), ...embeds.filter((embed) => embed.kind === 'many').map((embed) => `${embed.name}.limit`)]
+  throw invalidInput('querystring', `/${EMBED_PARAMETER}`, `would embed up to ${pageRows * perRow} rows (${limit === undefined ? '1 row' : `limit ${limit}`} × (${each})), ` +
+    `past the ${budget} rows one answer of ${name} may embed (maxEmbedRows): ${lower.length > 0 ? `lower ${lower.join(' or ')}, or embed fewer` : 'embed fewer'}`)
 }
 
 /** An owner's embedded rows are their own (a superuser's, every row); without an account, a 401. */

@@ -45,6 +45,8 @@ export const ResourceOptionsSchema = Type.Object({
   ]), { default: [], errorMessage: 'must be a list of field names, lists of field names, or { fields, global }' }),
   /** With fields: text fields that `?q=` searches, ranked. */
   search: Type.Array(Identifier, { default: [], errorMessage: 'must be a list of text field names' }),
+  /** The most rows one answer may embed: the page's rows times each embed's limit (1 for a single row), summed; past it, a 422. */
+  maxEmbedRows: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 20_000, errorMessage: 'must be an integer from 1 to 1000000' }),
   /** The most rows a JSON array body may create at once. */
   maxBatch: Type.Integer({ minimum: 1, maximum: 10_000, default: 1000, errorMessage: 'must be an integer from 1 to 10000' }),
   /** Seconds between the `: ping` comments of an event stream, which keep proxies from closing it. */
@@ -147,6 +149,8 @@ function readUnique (name: string, fields: Field[] | undefined, unique: Static<t
     const read = typeof key === 'string' ? { fields: [key], global: false } : Array.isArray(key) ? { fields: key, global: false } : { fields: key.fields, global: key.global ?? false }
     for (const field of fieldsNamed(name, 'unique', fields, read.fields)) {
       if (field.kind === 'jsonb' || field.kind === 'text[]') throw new InvalidResourceOptions(`"${name}": unique names "${field.name}", a ${field.kind} field; unique takes fields of single values`)
+      // A 409 would confirm another row's value, a guess at a time (a bulk create, a thousand at once).
+      if (isWriteOnly(field)) throw new InvalidResourceOptions(`"${name}": unique names "${field.name}", a writeOnly field; a conflict would tell another row's value`)
     }
     if (new Set(read.fields).size !== read.fields.length) throw new InvalidResourceOptions(`"${name}": unique names a field twice in [${read.fields.join(', ')}]`)
     return read
@@ -180,7 +184,7 @@ function readHooks (name: string, hooks: unknown): ResourceHooks {
 
 export function resolveResourceOptions (opts: ResourceOptions): ResolvedResourceOptions {
   const {
-    name, table = name, createTable, routes = {}, owner, indexes, unique, search, maxBatch, eventHeartbeatSeconds, eventBufferBytes, requireIfMatch, idempotencyTtlHours, ...limits
+    name, table = name, createTable, routes = {}, owner, indexes, unique, search, maxEmbedRows, maxBatch, eventHeartbeatSeconds, eventBufferBytes, requireIfMatch, idempotencyTtlHours, ...limits
   } = readOptions(ResourceOptionsSchema, opts, InvalidResourceOptions)
   if (BUILT_IN_TABLES.includes(table)) {
     throw new InvalidResourceOptions(`the table "${table}" belongs to the service (${BUILT_IN_TABLES.join(', ')}); choose another name or a table option`)
@@ -199,6 +203,7 @@ export function resolveResourceOptions (opts: ResourceOptions): ResolvedResource
     indexes,
     unique: keys,
     search,
+    maxEmbedRows,
     maxBatch,
     eventHeartbeatSeconds,
     eventBufferBytes,

@@ -124,11 +124,11 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
     })
   }
 
-  // Hooks, a bulk's transaction and the check of references to an owner's rows.
-  const writes = resourceWrites({ app, db, name, table: opts.table, rows: rows as never, fields, hooks: opts.hooks })
+  // Hooks, a bulk's transaction and the check of references against what the writer may read.
+  const writes = resourceWrites({ app, db, name, table: opts.table, rows: rows as never, fields, hooks: opts.hooks, ...(guards.write ? { writeGuard: guards.write } : {}) })
 
   async function write (request: FastifyRequest, reply: FastifyReply, values: Record<string, unknown>) {
-    const row = await conditionally(request, (id, ifVersions) => writes.update(request, id, values, ifVersions))
+    const row = await conditionally(request, (id, ifVersions) => writes.update(request, reply, id, values, ifVersions))
     return sendJson(reply.header('etag', etags.of(row)), row.json)
   }
 
@@ -141,7 +141,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
       const { limit, offset, sort, cursor, count, ...query } = request.query as Record<string, unknown> & ListQuery
       // Without search fields, a field may be called q: its filter, not a search.
       const q = opts.search.length > 0 ? query.q as string | undefined : undefined
-      const embedded = embeds?.selectionOf(request)
+      const embedded = embeds?.selectionOf(request, Math.min(limit, maxLimit))
       const page = await read(request, ({ list }) => list({
         filters: filtersOf(query, filters),
         sort: sortOf(sort, schemas.columns),
@@ -171,10 +171,10 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
       const stamped = (body: object): Record<string, unknown> => owner ? { ...body, owner_id: request.account.id } : { ...body }
       if (Array.isArray(request.body)) {
         // All or none, in order; several rows have no one Location, nor one ETag.
-        const created = await writes.createMany(request, (request.body as object[]).map(stamped))
+        const created = await writes.createMany(request, reply, (request.body as object[]).map(stamped))
         return sendJson(reply.code(201), `[${created.map((row) => row.json).join(',')}]`)
       }
-      const row = await writes.create(request, stamped(request.body as object))
+      const row = await writes.create(request, reply, stamped(request.body as object))
       return sendCreated(reply, request, row, { etag: etags.of(row), body: row.json, type: JSON_TYPE })
     })
   }

@@ -1,15 +1,21 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Database } from '../../db/client.js'
 import { foreignKeyOf, presentIds, type Repository, type Versioned } from '../../db/crud.js'
 import { validationError, withoutValues } from '../../http/problems.js'
+import type { Guard } from '../../http/types.js'
+import type { PlinthAccount } from '../../plugins/auth/index.js'
 import type { Field } from '../../schemas/fields.js'
+import { passesGuard } from './guard-runs.js'
 import type { HookContext, ResourceHooks } from './hooks.js'
-import { registeredResource } from './registry.js'
+import { registeredResource, type RegisteredResource } from './registry.js'
 
 /** A stored row as the routes read it: its JSON as the API sends it, and the id and owner they check. */
 export interface StoredRow { id: number, owner_id?: number, json: string }
 
 type Values = Record<string, unknown>
+/** The account a writer reads a referenced resource with; false where its read guard refuses the writer. */
+type Reader = { account: PlinthAccount | null } | false
+type Readers = Map<RegisteredResource, Reader>
 type Stored = Versioned<StoredRow>
 
 export interface WritePathOptions {
@@ -22,10 +28,12 @@ export interface WritePathOptions {
   rows: Repository<StoredRow, Values>
   fields: Field[]
   hooks: ResourceHooks
+  /** The guard of its write routes, which has run on every write: a target read under the same guard is not asked again. */
+  writeGuard?: Guard
 }
 
-/** The resource's writes: with a before* hook, in a transaction the hook shares; references to an owner's rows checked for the writer. */
-export function resourceWrites ({ app, db, name, table, rows, fields, hooks }: WritePathOptions) {
+/** The resource's writes: with a before* hook, in a transaction the hook shares; references checked against what the writer may read. */
+export function resourceWrites ({ app, db, name, table, rows, fields, hooks, writeGuard }: WritePathOptions) {
   const references = fields.filter((field) => field.references !== undefined)
   const contextOf = (request: FastifyRequest): HookContext => ({ request, account: request.account ?? null, resource: name })
   const rowOf = (stored: Stored) => JSON.parse(stored.json) as Values
@@ -41,22 +49,45 @@ export function resourceWrites ({ app, db, name, table, rows, fields, hooks }: W
   }
 
   /**
-   * Refuses references to rows the writer may not see (another owner's) exactly as a foreign key refuses a missing row;
-   * with `each` (a bulk create), missing rows too, so that the 422 names each row. One query per reference field; in a
-   * transaction the rows found stay until it ends.
+   * For each resource the values reference, the account its read guard lets the writer read it with, as a GET of it
+   * would, or false where the guard refuses. Asked before any transaction: a guard reads on a connection of its own.
    */
-  async function checkReferences (request: FastifyRequest, values: Values[], { tx, each = false }: { tx?: Database, each?: boolean }) {
-    const account = request.account ?? null
+  async function readersOf (request: FastifyRequest, reply: FastifyReply, values: Values[]): Promise<Readers> {
+    const readers: Readers = new Map()
+    const asked = new Map<Guard, Reader>()
+    for (const field of references) {
+      const target = registeredResource(app, field.references!.resource)
+      if (target === undefined || readers.has(target) || !values.some((row) => typeof row[field.name] === 'number')) continue
+      const guard = target.read
+      if (guard === undefined || guard === writeGuard) {
+        readers.set(target, { account: request.account ?? null })
+        continue
+      }
+      if (!asked.has(guard)) asked.set(guard, await passesGuard(app, guard, request, reply))
+      readers.set(target, asked.get(guard)!)
+    }
+    return readers
+  }
+
+  /**
+   * Refuses references to rows the writer may not read (the target's read guard refuses, or another owner's row) exactly
+   * as a foreign key refuses a missing row; with `each` (a bulk create), missing rows too, so that the 422 names each row.
+   * One query per reference field; in a transaction the rows found stay until it ends.
+   */
+  async function checkReferences (values: Values[], readers: Readers, { tx, each = false }: { tx?: Database, each?: boolean }) {
     const refused: Array<{ index: number, field: Field }> = []
     for (const field of references) {
       const target = registeredResource(app, field.references!.resource)
       if (target === undefined) continue
-      const owned = target.owner && account?.is_superuser !== true
-      if (!owned && !each) continue
       const ids = values.map((row) => row[field.name]).filter((id): id is number => typeof id === 'number')
       if (ids.length === 0) continue
-      // Without an account, no owner's row is visible.
-      const present = owned && account === null ? new Set<number>() : await presentIds(tx ?? db, target.table, ids, { ownerId: owned ? account!.id : undefined, lock: tx !== undefined })
+      const reader = readers.get(target)!
+      const account = reader === false ? null : reader.account
+      const owned = target.owner && account?.is_superuser !== true
+      if (reader !== false && !owned && !each) continue
+      // Refused by the guard, or without an account in owner mode: no row is visible.
+      const hidden = reader === false || (owned && account === null)
+      const present = hidden ? new Set<number>() : await presentIds(tx ?? db, target.table, ids, { ownerId: owned ? account!.id : undefined, lock: tx !== undefined })
       values.forEach((row, index) => {
         const id = row[field.name]
         if (typeof id === 'number' && !present.has(id)) refused.push({ index, field })
@@ -81,10 +112,11 @@ export function resourceWrites ({ app, db, name, table, rows, fields, hooks }: W
     return 'owner_id' in values ? { ...data, owner_id: values.owner_id } : data
   }
 
-  async function createAll (request: FastifyRequest, list: Values[], each: boolean): Promise<Stored[]> {
+  async function createAll (request: FastifyRequest, reply: FastifyReply, list: Values[], each: boolean): Promise<Stored[]> {
     const context = contextOf(request)
+    const readers = await readersOf(request, reply, list)
     const created = await db.transaction(async (tx) => {
-      await checkReferences(request, list, { tx, each })
+      await checkReferences(list, readers, { tx, each })
       const data: Values[] = []
       for (const [index, values] of list.entries()) {
         data.push(hooks.beforeCreate ? keepOwner(values, await hooks.beforeCreate({ ...values }, { ...context, tx, index })) : values)
@@ -97,28 +129,29 @@ export function resourceWrites ({ app, db, name, table, rows, fields, hooks }: W
 
   return {
     /** One row; without a beforeCreate hook, batched with the creates of the same event-loop turn. */
-    async create (request: FastifyRequest, values: Values): Promise<Stored> {
-      if (hooks.beforeCreate) return (await createAll(request, [values], false))[0]!
-      await checkReferences(request, [values], {})
+    async create (request: FastifyRequest, reply: FastifyReply, values: Values): Promise<Stored> {
+      if (hooks.beforeCreate) return (await createAll(request, reply, [values], false))[0]!
+      await checkReferences([values], await readersOf(request, reply, [values]), {})
       const row = await rows.create(values)
       await after(request, 'afterCreate', hooks.afterCreate && (() => hooks.afterCreate!(rowOf(row), contextOf(request))))
       return row
     },
 
     /** Every row or none, in one transaction, in order. */
-    createMany: (request: FastifyRequest, list: Values[]) => createAll(request, list, true),
+    createMany: (request: FastifyRequest, reply: FastifyReply, list: Values[]) => createAll(request, reply, list, true),
 
     /** The row changed, or null when it is missing or its version is not one of `ifVersions`. */
-    async update (request: FastifyRequest, id: number, values: Values, ifVersions?: string[]): Promise<Stored | null> {
+    async update (request: FastifyRequest, reply: FastifyReply, id: number, values: Values, ifVersions?: string[]): Promise<Stored | null> {
       if (!hooks.beforeUpdate && !hooks.afterUpdate) {
-        await checkReferences(request, [values], {})
+        await checkReferences([values], await readersOf(request, reply, [values]), {})
         return rows.update(id, values, { ifVersions })
       }
       const context = contextOf(request)
+      const readers = await readersOf(request, reply, [values])
       const written = await db.transaction(async (tx) => {
         const current = await rows.get(id, { tx, forUpdate: true })
         if (current === null || (ifVersions !== undefined && !ifVersions.includes(current.version))) return null
-        await checkReferences(request, [values], { tx })
+        await checkReferences([values], readers, { tx })
         const previous = rowOf(current)
         const change = hooks.beforeUpdate ? await hooks.beforeUpdate({ ...values }, { ...context, tx, current: previous }) ?? values : values
         const row = await rows.update(id, change, { tx })

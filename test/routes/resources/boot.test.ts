@@ -120,6 +120,7 @@ t.test('defaults: every route, a page of 100 up to 1000, the table named after t
     indexes: [],
     unique: [],
     search: [],
+    maxEmbedRows: 20000,
     maxBatch: 1000,
     hooks: {},
     eventHeartbeatSeconds: 20,

@@ -87,9 +87,11 @@ t.test('a resource without owners that references an owner\'s rows: each writer 
   t.equal(theirs.statusCode, 422)
   t.same(theirs.json(), (await send('POST', 'links/', { title: 'l', project_id: MISSING }, ada.session.headers)).json())
   t.equal((await send('POST', 'links/', { title: 'l', project_id: adas.id }, ada.session.headers)).statusCode, 201)
-  // Without a guard no token is read: the writer is anyone, who sees no owner's row.
-  const anonymous = await send('POST', 'open_links/', { title: 'l', project_id: adas.id }, ada.session.headers)
+  // Without a guard of its own, the writer is who the projects' read guard says: nobody without a token.
+  const anonymous = await send('POST', 'open_links/', { title: 'l', project_id: adas.id }, {})
   t.equal(anonymous.statusCode, 422)
   t.same(anonymous.json().errors, [{ path: '/body/project_id', message: 'must match a row of projects (foreign key constraint "open_links_project_id_fkey")' }])
+  t.equal((await send('POST', 'open_links/', { title: 'l', project_id: bobs.id }, ada.session.headers)).statusCode, 422, 'with a token, another owner\'s project is still missing')
+  t.equal((await send('POST', 'open_links/', { title: 'l', project_id: adas.id }, ada.session.headers)).statusCode, 201, 'and the writer\'s own is there, as GET /projects/{id} shows it')
   t.equal((await send('POST', 'open_links/', { title: 'l' }, {})).statusCode, 201, 'a row with no reference is fine')
 })

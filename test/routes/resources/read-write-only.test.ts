@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import t, { type Test } from 'tap'
 import { API_PREFIX } from '../../../app.js'
+import { resolveResourceOptions } from '../../../routes/resources/options.js'
+import { Reference } from '../../../schemas/fields.js'
 import { buildResources } from '../../support/resources.js'
 import { assertProblem } from '../../support/responses.js'
 
@@ -42,11 +44,32 @@ t.test('a writeOnly field never comes back: not from POST, GET, the list, PUT or
   t.equal(answers.PUT.json().name, 'replaced', 'the write itself went through')
 })
 
-t.test('a writeOnly field neither filters nor sorts the list, which would tell it', async (t) => {
+t.test('a writeOnly field neither filters nor sorts the list, nor filters the change feed, which would tell it', async (t) => {
   await createVault(t)
   for (const query of [`secret=${SECRET}`, 'secret[contains]=hunter', 'hint[is]=null', 'sort=secret', 'sort=-hint']) {
     assertProblem(t, await app.inject({ method: 'GET', url: `${VAULTS}/?${query}` }), 422, 'VALIDATION_FAILED', query)
   }
+  for (const query of [`secret=${SECRET}`, 'secret[contains]=hunter', 'hint[is]=null']) {
+    assertProblem(t, await app.inject({ method: 'GET', url: `${VAULTS}/events?${query}` }), 422, 'VALIDATION_FAILED', `events?${query}`)
+  }
+})
+
+t.test('attack: a unique writeOnly field would confirm another row\'s secret by 409, a bulk of guesses at a time: refused at boot', async (t) => {
+  for (const unique of [['secret'], [['name', 'secret']], [{ fields: ['secret'], global: true }]]) {
+    const error = t.throws(() => resolveResourceOptions({ name: 'vaults', fields: AccountFields, unique })) as Error & { code?: string }
+    t.equal(error.message, 'resource plugin: "vaults": unique names "secret", a writeOnly field; a conflict would tell another row\'s value', JSON.stringify(unique))
+    t.equal(error.code, 'RESOURCE_INVALID_OPTIONS')
+  }
+  t.ok(resolveResourceOptions({ name: 'vaults', fields: AccountFields, unique: ['name'] }), 'a field clients read back may be unique')
+})
+
+t.test('attack: a writeOnly reference would show its row through ?embed= and list rows by it: refused at boot', async (t) => {
+  const fields = Type.Object({ name: Type.String(), vault_id: Reference('vaults', { writeOnly: true }) })
+  const error = t.throws(() => resolveResourceOptions({ name: 'keys', fields })) as Error & { code?: string }
+  t.equal(error.message, 'resource plugin: "keys": field "vault_id": a reference is never writeOnly: ?embed= would show the row it references, and list the rows that reference a row')
+  t.equal(error.code, 'RESOURCE_INVALID_OPTIONS')
+  const nullable = Type.Object({ vault_id: Type.Union([Reference('vaults'), Type.Null()], { writeOnly: true }) })
+  t.throws(() => resolveResourceOptions({ name: 'keys', fields: nullable }), { code: 'RESOURCE_INVALID_OPTIONS' }, 'nullable too')
 })
 
 t.test('a readOnly field is stripped from bodies: POST, PUT and PATCH leave it to the server', async (t) => {
