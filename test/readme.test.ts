@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { startServer } from './support/server-process.js'
@@ -52,4 +54,22 @@ t.test('npm run test:quick runs a part of the suite, and the README says how lon
   t.match(quick, /^tap --disable-coverage /, 'without the coverage floor, which a part of the suite cannot reach')
   t.match(readme, /^npm ci && npm test +# .*\b\d+ min/m, 'the opening says how long the suite takes')
   t.match(readme, /npm run test:quick +# .*\b\d+ min/, 'and how long the quick part takes')
+})
+
+t.test('the first npm start says on stderr that it is building dist/, and a start with dist/ says nothing', async (t) => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  for (const script of ['prestart', 'pretest']) {
+    const text = String(pkg.scripts[script])
+    const check = text.slice(0, text.lastIndexOf(' || '))
+    t.equal(text.slice(check.length), ' || npm run build', `${script} builds when its check fails`)
+    const dir = await mkdtemp('/tmp/plinth-readme-test-')
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const run = () => promisify(execFile)('sh', ['-c', check], { cwd: dir }).then(() => ({ code: 0, stderr: '' }), (error: { code: number, stderr: string }) => error)
+    const before = await run()
+    t.equal(before.code, 1, `${script}: no dist/, so the build runs`)
+    t.match(before.stderr, /^plinth: no dist\/ yet: building it with npm run build \(under a minute\)\.\.\.\n$/, `${script}: one line saying so`)
+    await mkdir(join(dir, 'dist'))
+    await writeFile(join(dir, 'dist', 'server.js'), '')
+    t.same(await run(), { code: 0, stderr: '' }, `${script}: with dist/, silent and no build`)
+  }
 })
