@@ -52,6 +52,10 @@ t.test('npm run test:quick runs a part of the suite, and the README says how lon
   t.ok(files.length >= 10, 'a dozen files or more')
   for (const file of files) t.ok(existsSync(new URL(`../${file}`, import.meta.url)), file)
   t.match(quick, /^tap --disable-coverage /, 'without the coverage floor, which a part of the suite cannot reach')
+  for (const feature of ['embed', 'search', 'events', 'hooks', 'bulk']) {
+    t.ok(files.includes(`test/routes/resources/${feature}.test.ts`), `the quick part covers the resources' ${feature}`)
+  }
+  t.match(readme, new RegExp(`npm run test:quick +# .*\\b${files.length} files\\b`), 'the README counts its files')
   t.match(readme, /^npm ci && npm test +# .*\b\d+ min/m, 'the opening says how long the suite takes')
   t.match(readme, /npm run test:quick +# .*\b\d+ min/, 'and how long the quick part takes')
 })
@@ -72,4 +76,19 @@ t.test('the first npm start says on stderr that it is building dist/, and a star
     await writeFile(join(dir, 'dist', 'server.js'), '')
     t.same(await run(), { code: 0, stderr: '' }, `${script}: with dist/, silent and no build`)
   }
+})
+
+t.test('the install sections say how to install plinth from a tarball or from git, not from a registry it is not on', async (t) => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const plugins = readFileSync(new URL('../docs/plugins.md', import.meta.url), 'utf8')
+  for (const [name, text] of [['README.md', readme], ['docs/plugins.md', plugins]] as const) {
+    const section = text.slice(text.search(/^#+ Install$/m)).split(/\n#{2,4} (?!Install)/)[0]!
+    t.ok(section.length > 100, `${name} has an Install section`)
+    t.notMatch(section, /npm install plinth\b/, `${name}: no install from the registry`)
+    t.match(section, /npm pack/, `${name}: the tarball is made with npm pack`)
+    t.match(section, new RegExp(`npm install \\S*plinth-${pkg.version.replaceAll('.', '\\.')}\\.tgz`), `${name}: and installed by its name`)
+    t.match(section, `npm install ${pkg.repository.url}#`, `${name}: or from the repository's git URL, at a commit`)
+    t.match(section, /prepack/, `${name}: saying that the prepack build runs`)
+  }
+  t.ok(Buffer.byteLength(readme) <= 15_000, `README.md stays under 15 kB (${Buffer.byteLength(readme)} bytes)`)
 })
