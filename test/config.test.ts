@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { TSchema } from '@sinclair/typebox'
+import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { generateKey } from '../plugins/auth/keys.js'
 import { ConfigError, ConfigSchema, VARIABLES, loadConfig, resolveConfig } from '../config.js'
@@ -9,6 +10,9 @@ import { readSettingFiles } from '../settings/files.js'
 import { PLUGIN_SCHEMAS, TARGETS, optionsOf } from '../config.js'
 import { checkSigningKeys } from '../settings/signing-keys.js'
 import { PG_INT_MAX } from '../schemas/common.js'
+import { build } from './support/app.js'
+import { rowsOf } from './support/database.js'
+import { untilAnswered } from './support/until.js'
 
 t.test('an empty environment gives the documented defaults', async (t) => {
   t.same(loadConfig({}), {
@@ -27,6 +31,8 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     REQUIRE_IF_MATCH: false,
     IDEMPOTENCY_TTL_HOURS: 24,
     EVENTS_RETENTION_HOURS: 24,
+    EVENTS_MAX_EVENTS: 1000000,
+    EVENTS_PURGE_INTERVAL_SECONDS: 60,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],
@@ -260,6 +266,29 @@ t.test('the options of an empty environment are the plugins\' defaults', async (
 t.test('EVENTS_RETENTION_HOURS is the change feed\'s retention, within its bounds', async (t) => {
   t.equal(optionsOf(loadConfig({ EVENTS_RETENTION_HOURS: '48' }), readSettingFiles(loadConfig({}))).changes.retentionHours, 48)
   t.throws(() => loadConfig({ EVENTS_RETENTION_HOURS: '0' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_RETENTION_HOURS/ })
+})
+
+t.test('EVENTS_MAX_EVENTS and EVENTS_PURGE_INTERVAL_SECONDS are the change feed\'s, within their bounds', async (t) => {
+  const { changes } = optionsOf(loadConfig({ EVENTS_MAX_EVENTS: '5000', EVENTS_PURGE_INTERVAL_SECONDS: '30' }), readSettingFiles(loadConfig({})))
+  t.match(changes, { maxEvents: 5000, purgeIntervalMs: 30_000 })
+  t.throws(() => loadConfig({ EVENTS_MAX_EVENTS: '999' }), { code: 'PLINTH_INVALID_CONFIG', message: /^EVENTS_MAX_EVENTS: .*1000.*\(got 999\)$/ })
+  t.throws(() => loadConfig({ EVENTS_PURGE_INTERVAL_SECONDS: '0' }), { code: 'PLINTH_INVALID_CONFIG', message: /^EVENTS_PURGE_INTERVAL_SECONDS: / })
+  t.throws(() => loadConfig({ EVENTS_PURGE_INTERVAL_SECONDS: '86401' }), { code: 'PLINTH_INVALID_CONFIG', message: /^EVENTS_PURGE_INTERVAL_SECONDS: .*86400/ })
+})
+
+t.test('the server\'s feed keeps the newest EVENTS_MAX_EVENTS, purged every EVENTS_PURGE_INTERVAL_SECONDS', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-config-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'resources.json')
+  await writeFile(file, JSON.stringify({ notes: { fields: { type: 'object', properties: { n: { type: 'integer' } } } } }))
+  const app = await build(t, { RESOURCES_FILE: file, EVENTS_MAX_EVENTS: 1000, EVENTS_PURGE_INTERVAL_SECONDS: 1 })
+  const { db } = app.plinthDb
+  await db.execute(sql`insert into notes (n) select g from generate_series(1, 1500) g`)
+  const count = async () => rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from resource_events`))[0]!.n
+  t.equal(await count(), 1500, 'one event per row written')
+  // The default interval is a minute: within 20 s only the setting can have run the purge.
+  const purged = await untilAnswered('the purge to keep 1000 events', async () => (await count()) === 1000 ? true : undefined, 20_000)
+  t.equal(purged, true, 'the oldest 500 are gone')
 })
 
 t.test('resolveConfig reads no file; readSettingFiles reads each once, with the same errors', async (t) => {

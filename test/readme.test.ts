@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { startServer } from './support/server-process.js'
@@ -50,6 +52,43 @@ t.test('npm run test:quick runs a part of the suite, and the README says how lon
   t.ok(files.length >= 10, 'a dozen files or more')
   for (const file of files) t.ok(existsSync(new URL(`../${file}`, import.meta.url)), file)
   t.match(quick, /^tap --disable-coverage /, 'without the coverage floor, which a part of the suite cannot reach')
+  for (const feature of ['embed', 'search', 'events', 'hooks', 'bulk']) {
+    t.ok(files.includes(`test/routes/resources/${feature}.test.ts`), `the quick part covers the resources' ${feature}`)
+  }
+  t.match(readme, new RegExp(`npm run test:quick +# .*\\b${files.length} files\\b`), 'the README counts its files')
   t.match(readme, /^npm ci && npm test +# .*\b\d+ min/m, 'the opening says how long the suite takes')
   t.match(readme, /npm run test:quick +# .*\b\d+ min/, 'and how long the quick part takes')
+})
+
+t.test('the first npm start says on stderr that it is building dist/, and a start with dist/ says nothing', async (t) => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  for (const script of ['prestart', 'pretest']) {
+    const text = String(pkg.scripts[script])
+    const check = text.slice(0, text.lastIndexOf(' || '))
+    t.equal(text.slice(check.length), ' || npm run build', `${script} builds when its check fails`)
+    const dir = await mkdtemp('/tmp/plinth-readme-test-')
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const run = () => promisify(execFile)('sh', ['-c', check], { cwd: dir }).then(() => ({ code: 0, stderr: '' }), (error: { code: number, stderr: string }) => error)
+    const before = await run()
+    t.equal(before.code, 1, `${script}: no dist/, so the build runs`)
+    t.match(before.stderr, /^plinth: no dist\/ yet: building it with npm run build \(under a minute\)\.\.\.\n$/, `${script}: one line saying so`)
+    await mkdir(join(dir, 'dist'))
+    await writeFile(join(dir, 'dist', 'server.js'), '')
+    t.same(await run(), { code: 0, stderr: '' }, `${script}: with dist/, silent and no build`)
+  }
+})
+
+t.test('the install sections say how to install plinth from a tarball or from git, not from a registry it is not on', async (t) => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const plugins = readFileSync(new URL('../docs/plugins.md', import.meta.url), 'utf8')
+  for (const [name, text] of [['README.md', readme], ['docs/plugins.md', plugins]] as const) {
+    const section = text.slice(text.search(/^#+ Install$/m)).split(/\n#{2,4} (?!Install)/)[0]!
+    t.ok(section.length > 100, `${name} has an Install section`)
+    t.notMatch(section, /npm install plinth\b/, `${name}: no install from the registry`)
+    t.match(section, /npm pack/, `${name}: the tarball is made with npm pack`)
+    t.match(section, new RegExp(`npm install \\S*plinth-${pkg.version.replaceAll('.', '\\.')}\\.tgz`), `${name}: and installed by its name`)
+    t.match(section, `npm install ${pkg.repository.url}#`, `${name}: or from the repository's git URL, at a commit`)
+    t.match(section, /prepack/, `${name}: saying that the prepack build runs`)
+  }
+  t.ok(Buffer.byteLength(readme) <= 15_000, `README.md stays under 15 kB (${Buffer.byteLength(readme)} bytes)`)
 })

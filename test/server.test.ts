@@ -3,11 +3,13 @@ import { once } from 'node:events'
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import t, { type Test } from 'tap'
+import { ConfigSchema } from '../config.js'
 import { connectPglite } from '../db/client.js'
 import { items } from '../db/schema.js'
-import { httpRequest } from './support/http.js'
-import { TEST_DATABASE_URL, freshPostgresUrl, TEST_POOL_MODE } from './support/database.js'
+import { httpRequest, parseJson } from './support/http.js'
+import { TEST_DATABASE_URL, childPoolMode, freshPostgresUrl, TEST_POOL_MODE } from './support/database.js'
 import { readMetrics, valueOf } from './support/metrics.js'
 import { freePort, startServer } from './support/server-process.js'
 import { until } from './support/until.js'
@@ -192,4 +194,44 @@ t.test('logs are JSON lines on a pipe and pretty on a terminal', async (t) => {
   t.notMatch(line, /^\s*\{/, 'not a JSON object')
   child.kill('SIGTERM')
   await once(child, 'exit')
+})
+
+/** Whether a process of this id is still running. */
+const running = (pid: number) => {
+  try { return process.kill(pid, 0) } catch { return false }
+}
+
+t.test('kill -TERM of npm start stops the server it started, and the port stops answering', async (t) => {
+  const dir = await mkdtemp('/tmp/plinth-server-test-')
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const database = TEST_DATABASE_URL ? await freshPostgresUrl(t) : `pglite://${dir}`
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in ConfigSchema.properties)))
+  // As a reader runs it from the README: npm start in the repository, dist/ built.
+  const npm = spawn('npm', ['start'], {
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...env, DATABASE_URL: database, HOST: '127.0.0.1', PORT: '0', ...childPoolMode({ DATABASE_URL: database }) },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let server: { base: string, pid: number } | undefined
+  t.teardown(() => {
+    if (npm.exitCode === null) npm.kill('SIGKILL')
+    if (server && running(server.pid)) process.kill(server.pid, 'SIGKILL')
+  })
+  let stderr = ''
+  npm.stderr.on('data', (chunk) => { stderr += chunk })
+  createInterface({ input: npm.stdout }).on('line', (line) => {
+    const entry = parseJson(line) as { msg?: string, pid?: number } | undefined
+    const base = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(entry?.msg ?? '')?.[1]
+    if (base && entry?.pid) server = { base, pid: entry.pid }
+  })
+  const exited = once(npm, 'exit') as Promise<[number | null, string | null]>
+  const { base, pid } = await until('npm start to listen', () => npm.exitCode === null ? server : { base: '', pid: 0 })
+  if (!pid) return t.fail(`npm start exited before listening: ${stderr}`)
+  t.equal((await httpRequest(base, '/api/v1/health')).status, 200)
+  t.not(pid, npm.pid, 'the server is a process of its own')
+
+  npm.kill('SIGTERM')
+  await exited
+  t.equal(await until('the server to exit', () => running(pid) ? undefined : true, 15_000).catch((error: Error) => error.message), true, 'no dist/server.js left running')
+  await t.rejects(httpRequest(base, '/api/v1/health', { timeoutMs: 5_000 }), 'the port no longer answers')
 })
