@@ -37,6 +37,9 @@ export function isDatabaseUnavailable (error: unknown): boolean {
   return false
 }
 
+/** A statement the server cancelled (57014): at the statement timeout, the only cancel plinth causes. */
+export const isStatementCancelled = (error: unknown): boolean => sqlState(error) === '57014'
+
 /** The SQLSTATE of a server error, e.g. '23505' for a unique violation (both drivers set `severity`). */
 export function sqlState (error: unknown): string | undefined {
   for (const cause of causes(error)) {
