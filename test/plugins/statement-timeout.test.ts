@@ -31,7 +31,7 @@ t.test('DATABASE_STATEMENT_TIMEOUT_MS reaches the db plugin, 5000 by default, an
 async function boundedClient (t: Test, mode: string): Promise<DatabaseClient> {
   const url = new URL(await freshPostgresUrl(t))
   // A startup option of the URL's own takes the place of plinth's, as a pooler that drops startup options does.
-  if (mode === 'pooler dropping options') url.searchParams.set('options', '-c application_name=plinth')
+  if (mode === 'session pooling, startup option dropped') url.searchParams.set('options', '-c application_name=plinth')
   const options: ConnectOptions = { statementTimeoutMs: BOUND_MS, poolMode: mode === 'transaction pooling' ? 'transaction' : 'session' }
   const client = await connectTo(url.toString(), options)
   t.teardown(() => client.close())
@@ -39,7 +39,7 @@ async function boundedClient (t: Test, mode: string): Promise<DatabaseClient> {
   return client
 }
 
-const MODES = ['direct', 'pooler dropping options', 'transaction pooling']
+const MODES = ['session pooling', 'session pooling, startup option dropped', 'transaction pooling']
 
 for (const mode of MODES) {
   t.test(`${mode}: a statement past the timeout is cancelled, inside a transaction or not, and the pool goes on`, { skip: PG }, async (t) => {
