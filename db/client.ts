@@ -70,9 +70,9 @@ export interface ConnectOptions {
   /** PostgreSQL only, `session` by default: `transaction` sends unnamed statements and keeps no state on a connection between transactions. */
   poolMode?: PoolMode
   /**
-   * PostgreSQL only: the server cancels a statement that runs longer (undefined: never). Each connection is opened with it
-   * where the server takes it; through a pooler, and where the connections turn out not to have it, each statement is
-   * bounded in its transaction instead. PGlite cannot interrupt a statement: there it has no effect.
+   * PostgreSQL only: the server cancels a statement that runs longer (undefined: never). In session pool mode each
+   * connection is opened with it; where the connections turn out not to have it (a pooler dropped it, or transaction
+   * pooling), each statement is bounded in its transaction instead. PGlite cannot interrupt a statement: there it has no effect.
    */
   statementTimeoutMs?: number
 }
@@ -130,10 +130,12 @@ export function postgresListen (url: string): Listen {
 const pollOnly: Listen = async () => ({ renew: async () => false, close: async () => {} })
 
 /**
- * The bound of `ms` on a pool: a session's own connections start with it (`options`, where the server takes it); a pooler
- * may drop it (PgBouncer ignores `options`), which one read of the setting finds, and the bound then goes in each transaction.
+ * The bound of `ms` on a pool. A session's own connections start with it (`options`, where the server takes it); a pooler
+ * may drop it (PgBouncer ignores `options`), and a transaction pooler's connections are anyone's. One read of the setting
+ * finds whether the connections have it anyway (a role's or database's default of the same value); if not, the bound
+ * goes in each transaction.
  */
-function statementBound (ms: number, poolMode: PoolMode, pool: () => Sql): StatementBound {
+function statementBound (ms: number, pool: () => Sql): StatementBound {
   let carried: Promise<boolean> | undefined
   const check = async () => {
     const [row] = await pool().unsafe('select setting from pg_settings where name = \'statement_timeout\'')
@@ -141,10 +143,8 @@ function statementBound (ms: number, poolMode: PoolMode, pool: () => Sql): State
   }
   return {
     setting: statementTimeoutSetting(ms),
-    inTransactions: poolMode === 'transaction'
-      ? () => true
-      // Checked until one check answers: an unreachable server at boot leaves it to the next statement.
-      : async () => !await (carried ??= check().catch((err: unknown) => { carried = undefined; throw err }))
+    // Checked until one check answers: an unreachable server at boot leaves it to the next statement.
+    inTransactions: async () => !await (carried ??= check().catch((err: unknown) => { carried = undefined; throw err }))
   }
 }
 
@@ -166,7 +166,7 @@ async function connectPostgres (url: string, poolMode: PoolMode, listenUrl: stri
     ...(bounded ? { connection: { options: `-c statement_timeout=${Math.trunc(statementTimeoutMs)}` } } : {})
   }), url)
   const gate = createGate(POOL)
-  const bound = statementTimeoutMs === undefined ? undefined : statementBound(statementTimeoutMs, poolMode, () => client)
+  const bound = statementTimeoutMs === undefined ? undefined : statementBound(statementTimeoutMs, () => client)
   const pooled = gated(client, gate, bound)
   const db = drizzle({ client: pooled, schema })
   return {

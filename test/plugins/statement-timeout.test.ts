@@ -7,7 +7,7 @@ import { WITHOUT_STATEMENT_TIMEOUT, type ConnectOptions, type DatabaseClient } f
 import dbPlugin from '../../plugins/db.js'
 import { readSettingFiles } from '../../settings/files.js'
 import { build } from '../support/app.js'
-import { TEST_DATABASE_URL, connectTo, freshPostgresUrl, rawOptions, rowsOf } from '../support/database.js'
+import { TEST_DATABASE_URL, TEST_POOL_MODE, connectTo, freshPostgresUrl, rawOptions, rowsOf } from '../support/database.js'
 
 const PG = TEST_DATABASE_URL ? false : 'PostgreSQL only: PGlite cannot interrupt a statement'
 const BOUND_MS = 300
@@ -56,6 +56,30 @@ for (const mode of MODES) {
     await t.rejects(db.execute(sql`select pg_sleep(30)`), { cause: { code: '57014' } }, 'and only there')
   })
 }
+
+t.test('where the connections have the bound (a role\'s or database\'s default), no statement is wrapped in a transaction', { skip: PG }, async (t) => {
+  // In a transaction that began before it, a statement starts later than its transaction.
+  const wrapped = async (client: DatabaseClient) => rowsOf<{ wrapped: boolean }>(await client.db.execute(sql`select now() <> statement_timestamp() as wrapped`))[0]!.wrapped
+  const cases: Array<[string, ConnectOptions['poolMode'], boolean, boolean]> = [
+    // The pooled suite's PgBouncer drops the startup option: there the statements are wrapped.
+    ['session pooling', 'session', false, TEST_POOL_MODE === 'transaction'],
+    ['transaction pooling', 'transaction', false, true],
+    ['transaction pooling, the database\'s default', 'transaction', true, false]
+  ]
+  for (const [name, poolMode, defaulted, expected] of cases) {
+    const url = await freshPostgresUrl(t)
+    if (defaulted) {
+      // From another database: a pooler's connection to this one, opened now, would not have the default.
+      const owner = postgres(TEST_DATABASE_URL!, rawOptions)
+      await owner.unsafe(`alter database ${new URL(url).pathname.slice(1)} set statement_timeout = ${BOUND_MS}`)
+      await owner.end()
+    }
+    const client = await connectTo(url, { statementTimeoutMs: BOUND_MS, poolMode })
+    t.teardown(() => client.close())
+    t.equal(await wrapped(client), expected, name)
+    await t.rejects(client.db.execute(sql`select pg_sleep(30)`), { cause: { code: '57014' } }, `${name}: bounded either way`)
+  }
+})
 
 t.test('the request whose statement passes the timeout answers 503 with Retry-After; the others on the pool are served', { skip: PG }, async (t) => {
   for (const mode of MODES) {
