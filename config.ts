@@ -9,6 +9,7 @@ import { BUILT_IN_TABLES } from './db/resources.js'
 import { AuthOptionsSchema, MIN_SECRET_BYTES, type AuthOptions } from './plugins/auth/options.js'
 import { ChangesOptionsSchema, type ChangesOptions } from './plugins/changes.js'
 import { CorsOptionsSchema, type CorsOptions } from './plugins/cors.js'
+import { StatementTimeoutMsSchema } from './plugins/db.js'
 import type { EtagsOptions } from './plugins/etags.js'
 import { OverloadOptionsSchema, type OverloadOptions } from './plugins/overload.js'
 import { WellKnownOptionsSchema, type WellKnownOptions } from './plugins/well-known.js'
@@ -55,6 +56,7 @@ export const VARIABLES = {
     description: 'a comma-separated list of postgres:// URLs of streaming replicas, for reads of lists and rows'
   })),
   DATABASE_REPLICA_MAX_LAG_SECONDS: server(Int(1, 10, 3600)),
+  DATABASE_STATEMENT_TIMEOUT_MS: server(StatementTimeoutMsSchema),
   SECRET_KEY: option(auth.secret),
   JWT_ALGORITHM: option(auth.algorithm, { description: `one of ${auth.algorithm.anyOf.map(({ const: name }) => name).join(', ')}` }),
   JWT_PRIVATE_KEY: option(auth.privateKey, { description: 'a PEM or JWK private key' }),
@@ -308,7 +310,7 @@ export interface PluginOptions {
   resources: Partial<ResourceOptions>
   changes: ChangesOptions
   etags: EtagsOptions
-  db: { migrate: boolean, poolMode: 'session' | 'transaction', listenUrl?: string, replicaUrls: string[], replicaMaxLagSeconds: number }
+  db: { migrate: boolean, poolMode: 'session' | 'transaction', listenUrl?: string, replicaUrls: string[], replicaMaxLagSeconds: number, statementTimeoutMs: number }
 }
 
 function * optionsIn (schema: TObject, path: string[]): Generator<[TSchema, string[]]> {
@@ -366,6 +368,7 @@ export function optionsOf (config: Config, files: SettingFiles): PluginOptions {
       poolMode: config.DATABASE_POOL_MODE,
       replicaUrls: config.DATABASE_REPLICA_URLS,
       replicaMaxLagSeconds: config.DATABASE_REPLICA_MAX_LAG_SECONDS,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       ...(config.DATABASE_LISTEN_URL === undefined ? {} : { listenUrl: config.DATABASE_LISTEN_URL })
     }
   }

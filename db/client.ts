@@ -2,8 +2,9 @@ import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { Sql } from 'postgres'
 import { createGate, type QueueBound } from '../concurrency/gate.js'
-import { gated, wrapPglite } from './driver.js'
+import { gated, statementTimeoutSetting, wrapPglite, type StatementBound } from './driver.js'
 import { DatabaseUrlError } from './errors.js'
 import { lockFolder } from './pglite-lock.js'
 import { rowsOf } from './raw-rows.js'
@@ -35,6 +36,8 @@ export interface DatabaseClient {
   driver: Driver
   /** PostgreSQL only: how its URL's server hands out connections. */
   poolMode?: PoolMode
+  /** PostgreSQL only: the longest a statement may run before the server cancels it (SQLSTATE 57014); none when undefined. */
+  statementTimeoutMs?: number
   /** LISTEN: PGlite's own session, or a direct PostgreSQL connection (the listen URL's, else the database URL's); none on a stand-in client. */
   listen?: Listen
   load (): DatabaseLoad
@@ -52,6 +55,9 @@ export interface PgliteOptions {
 
 const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 
+/** First in a transaction of maintenance work (migrations, boot DDL, the feed's purge): its statements are not cut by the requests' bound. */
+export const WITHOUT_STATEMENT_TIMEOUT = sql.raw(statementTimeoutSetting(0))
+
 /** Advisory lock for schema changes: processes starting together take turns, and the later ones find the work done. */
 export const SCHEMA_LOCK = 0x706c6e74
 
@@ -63,15 +69,21 @@ export interface ConnectOptions {
   listenUrl?: string
   /** PostgreSQL only, `session` by default: `transaction` sends unnamed statements and keeps no state on a connection between transactions. */
   poolMode?: PoolMode
+  /**
+   * PostgreSQL only: the server cancels a statement that runs longer (undefined: never). In session pool mode each
+   * connection is opened with it; where the connections turn out not to have it (a pooler dropped it, or transaction
+   * pooling), each statement is bounded in its transaction instead. PGlite cannot interrupt a statement: there it has no effect.
+   */
+  statementTimeoutMs?: number
 }
 
 /** A postgres:// or postgresql:// URL: PostgreSQL through postgres.js; anything else is PGlite's or refused. */
 export const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//.test(url)
 
-export async function connect (url: string, { listenUrl, poolMode = 'session' }: ConnectOptions = {}): Promise<DatabaseClient> {
+export async function connect (url: string, { listenUrl, poolMode = 'session', statementTimeoutMs }: ConnectOptions = {}): Promise<DatabaseClient> {
   const scheme = url.slice(0, url.indexOf('://'))
   if (listenUrl !== undefined && !isPostgresUrl(listenUrl)) throw new DatabaseUrlError(`the listen URL ${redactUrl(listenUrl)} is not a postgres:// URL`)
-  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url, poolMode, listenUrl)
+  if (scheme === 'postgres' || scheme === 'postgresql') return connectPostgres(url, poolMode, listenUrl, statementTimeoutMs)
   if (listenUrl !== undefined) throw new DatabaseUrlError('a listen URL is for PostgreSQL: PGlite listens in its own process')
   if (poolMode !== 'session') throw new DatabaseUrlError('a pool mode is for PostgreSQL: PGlite is one connection in this process')
   if (scheme === 'pglite') return connectPglite(url.slice('pglite://'.length))
@@ -117,9 +129,29 @@ export function postgresListen (url: string): Listen {
 /** Through a transaction pooler without a direct URL: no LISTEN can hold, so the change feed relies on its poll. */
 const pollOnly: Listen = async () => ({ renew: async () => false, close: async () => {} })
 
-async function connectPostgres (url: string, poolMode: PoolMode, listenUrl: string | undefined): Promise<DatabaseClient> {
+/**
+ * The bound of `ms` on a pool. A session's own connections start with it (`options`, where the server takes it); a pooler
+ * may drop it (PgBouncer ignores `options`), and a transaction pooler's connections are anyone's. One read of the setting
+ * finds whether the connections have it anyway (a role's or database's default of the same value); if not, the bound
+ * goes in each transaction.
+ */
+function statementBound (ms: number, pool: () => Sql): StatementBound {
+  let carried: Promise<boolean> | undefined
+  const check = async () => {
+    const [row] = await pool().unsafe('select setting from pg_settings where name = \'statement_timeout\'')
+    return row?.setting === String(ms)
+  }
+  return {
+    setting: statementTimeoutSetting(ms),
+    // Checked until one check answers: an unreachable server at boot leaves it to the next statement.
+    inTransactions: async () => !await (carried ??= check().catch((err: unknown) => { carried = undefined; throw err }))
+  }
+}
+
+async function connectPostgres (url: string, poolMode: PoolMode, listenUrl: string | undefined, statementTimeoutMs: number | undefined): Promise<DatabaseClient> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
+  const bounded = statementTimeoutMs !== undefined && poolMode === 'session'
   const client = postgresClient(() => postgres(url, {
     max: POOL,
     // Fail fast when the server is unreachable: requests answer 503 instead of hanging.
@@ -130,14 +162,17 @@ async function connectPostgres (url: string, poolMode: PoolMode, listenUrl: stri
     // The default max_pipeline stays: a small one breaks transactions in postgres.js 3.4 (UNSAFE_TRANSACTION); `gated` avoids pipelining instead.
     onnotice: () => {},
     // A named statement lives on one server connection, which a transaction pooler does not keep for us.
-    prepare: poolMode === 'session'
+    prepare: poolMode === 'session',
+    ...(bounded ? { connection: { options: `-c statement_timeout=${Math.trunc(statementTimeoutMs)}` } } : {})
   }), url)
   const gate = createGate(POOL)
-  const pooled = gated(client, gate)
+  const bound = statementTimeoutMs === undefined ? undefined : statementBound(statementTimeoutMs, () => client)
+  const pooled = gated(client, gate, bound)
   const db = drizzle({ client: pooled, schema })
   return {
     db,
     driver: 'postgres',
+    statementTimeoutMs,
     listen: listenUrl !== undefined ? postgresListen(listenUrl) : poolMode === 'session' ? postgresListen(url) : pollOnly,
     poolMode,
     load: () => ({ size: POOL, ...gate.load() }),
@@ -157,6 +192,7 @@ async function migrateInOneTransaction (db: Database) {
   const { readMigrationFiles } = await import('drizzle-orm/migrator')
   const migrations = readMigrationFiles({ migrationsFolder })
   await db.transaction(async (tx) => {
+    await tx.execute(WITHOUT_STATEMENT_TIMEOUT)
     await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
     await tx.execute(sql`create schema if not exists drizzle`)
     await tx.execute(sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`)

@@ -70,21 +70,45 @@ async function onceMore<T> (task: () => PromiseLike<T>): Promise<T> {
 
 type Unsafe = Sql['unsafe']
 
+/** How a client bounds its statements: the SQL that bounds the rest of a transaction, and whether its connections lack the bound. */
+export interface StatementBound {
+  /** `set_config(..., true)`: a transaction's own setting, which no later transaction on the connection (or a pooler's) keeps. */
+  setting: string
+  /** True when each statement must be bounded in its transaction; false when the connections carry the bound themselves. */
+  inTransactions (): boolean | Promise<boolean>
+}
+
+/** The statement that bounds each later statement of its transaction to `ms` (0: no bound). */
+export const statementTimeoutSetting = (ms: number) => `select set_config('statement_timeout', '${Math.trunc(ms)}', true)`
+
 // postgres.js that never pipelines: in 3.4 pipelined queries leave holes that slow every later query.
 // Drizzle reaches postgres.js only by awaiting `unsafe(...)` or `unsafe(...).values()`, and through `begin`.
-export function gated (sql: Sql, run: Gate): Sql {
+// With a `bound` its connections lack, a statement outside a transaction runs in one of its own, after the bound.
+export function gated (sql: Sql, run: Gate, bound?: StatementBound): Sql {
   const unsafe = (...args: Parameters<Unsafe>) => {
     // The query starts when awaited, as postgres.js's own does.
     const lazy = (values: boolean) => ({
       then<A, B> (resolve: (rows: unknown) => A, reject: (err: unknown) => B) {
-        const query = () => values ? sql.unsafe(...args).values() : sql.unsafe(...args)
+        const on = (client: Sql) => values ? client.unsafe(...args).values() : client.unsafe(...args)
+        const query = async () => bound !== undefined && await bound.inTransactions()
+          ? (await sql.begin((tx) => [tx.unsafe(bound.setting), on(tx as unknown as Sql)]))[1]
+          : await on(sql)
         return run(() => onceMore(queryTracing ? () => tracedQuery(args[0], query, sql.options.database) : query)).then(resolve, reject)
       }
     })
     return Object.assign(lazy(false), { values: () => lazy(true) })
   }
   // A transaction refused at connect never ran its callback, so it too may be tried once more.
-  const begin = (...args: unknown[]) => run(() => onceMore(() => (sql.begin as (...a: unknown[]) => Promise<unknown>)(...args)))
+  const begin = (...args: unknown[]) => run(() => onceMore(async () => {
+    const transaction = sql.begin as (...a: unknown[]) => Promise<unknown>
+    if (bound === undefined || !await bound.inTransactions()) return transaction(...args)
+    const work = args.at(-1) as (tx: Sql) => unknown
+    return transaction(...args.slice(0, -1), async (tx: Sql) => {
+      await tx.unsafe(bound.setting)
+      const result = work(tx)
+      return Array.isArray(result) ? Promise.all(result) : result
+    })
+  }))
   return new Proxy(sql, {
     get: (target, key, receiver) => key === 'unsafe' ? unsafe : key === 'begin' ? begin : Reflect.get(target, key, receiver)
   })

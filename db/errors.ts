@@ -5,13 +5,15 @@ export const dbProblems = defineProblems({
   // A resource table that cannot be created or brought up to date without risk to its rows.
   ResourceTableError: { code: 'RESOURCE_TABLE_INVALID', message: '%s' },
   InvalidCursorError: { status: 422, code: 'RESOURCE_INVALID_CURSOR', message: '%s' },
+  // A `?q=` the search index cannot serve.
+  InvalidSearchError: { status: 422, code: 'RESOURCE_INVALID_SEARCH', message: '%s' },
   // A database URL that cannot be used as written: malformed, or a pglite:// path that is no folder.
   DatabaseUrlError: { code: 'PLINTH_INVALID_DATABASE_URL', message: '%s' },
   // A PGlite folder another process (or another client of this one) has open: two would corrupt it.
   PgliteInUseError: { code: 'PLINTH_PGLITE_IN_USE', message: '%s is in use by process %s: stop the server, or use PostgreSQL' }
 })
 
-export const { ResourceTableError, InvalidCursorError, DatabaseUrlError, PgliteInUseError } = dbProblems
+export const { ResourceTableError, InvalidCursorError, InvalidSearchError, DatabaseUrlError, PgliteInUseError } = dbProblems
 
 // SQLSTATE classes and driver codes that mean "the database is not there", not "the query is wrong".
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
@@ -36,6 +38,9 @@ export function isDatabaseUnavailable (error: unknown): boolean {
   }
   return false
 }
+
+/** A statement the server cancelled (57014): at the statement timeout, the only cancel plinth causes. */
+export const isStatementCancelled = (error: unknown): boolean => sqlState(error) === '57014'
 
 /** The SQLSTATE of a server error, e.g. '23505' for a unique violation (both drivers set `severity`). */
 export function sqlState (error: unknown): string | undefined {

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm'
-import type { Database } from './client.js'
+import { WITHOUT_STATEMENT_TIMEOUT, type Database } from './client.js'
 import { rowsOf } from './raw-rows.js'
 
 export type ChangeOp = 'created' | 'updated' | 'deleted'
@@ -72,7 +72,10 @@ export interface PurgeBounds {
  * it reads no more than it deletes), and records per table the highest id deleted. Answers how many.
  */
 export async function purgeEvents (db: Database, { before, keep }: PurgeBounds): Promise<number> {
-  const [row] = rowsOf<{ n: number }>(await db.execute(sql`
+  // A purge of a long backlog may take longer than a request may.
+  const purged = await db.transaction(async (tx) => {
+    await tx.execute(WITHOUT_STATEMENT_TIMEOUT)
+    return tx.execute(sql`
     with head as (select coalesce(max(id), 0) as id from resource_events),
     cut as (
       select greatest(
@@ -86,6 +89,8 @@ export async function purgeEvents (db: Database, { before, keep }: PurgeBounds):
       select table_name, max(id) from gone group by table_name
       on conflict (table_name) do update set purged_through = greatest(resource_event_horizons.purged_through, excluded.purged_through)
     )
-    select count(*)::int as n from gone`))
+    select count(*)::int as n from gone`)
+  })
+  const [row] = rowsOf<{ n: number }>(purged)
   return row?.n ?? 0
 }

@@ -19,6 +19,8 @@ export interface ReplicaReport {
 export interface ReplicaOptions {
   urls: string[]
   poolMode?: PoolMode
+  /** Each replica's bound on a statement, as the primary's. */
+  statementTimeoutMs?: number
   /** A replica further behind than this serves no reads. */
   maxLagSeconds: number
   checkIntervalMs: number
@@ -60,7 +62,7 @@ async function primaryPosition (primary: Database): Promise<bigint> {
 export async function connectReplicas (primary: Database, options: ReplicaOptions): Promise<ReplicaSet> {
   const replicas: Replica[] = await Promise.all(options.urls.map(async (url, i) => ({
     report: { name: `replica-${i + 1}`, url: redactUrl(url), status: 'down' as const, lag_bytes: null, lag_seconds: null },
-    client: await connect(url, { poolMode: options.poolMode }),
+    client: await connect(url, { poolMode: options.poolMode, statementTimeoutMs: options.statementTimeoutMs }),
     replayed: -1n
   })))
   let turn = 0

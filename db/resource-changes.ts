@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
 import type { Field, JsonSchema } from '../schemas/fields.js'
 import { PG_INT_MIN, TEXT_PATTERN } from '../schemas/common.js'
-import { SCHEMA_LOCK, type Database } from './client.js'
+import { SCHEMA_LOCK, WITHOUT_STATEMENT_TIMEOUT, type Database } from './client.js'
 import { ResourceTableError, sqlState } from './errors.js'
 import {
   checkName, checkSql, columnSql, createTableStatements, defaultSql, indexedFields, referenceConstraints, referenceName, references,
@@ -214,6 +214,7 @@ async function plan (db: Database, spec: ResourceTableSpec, wanted: ResourceTabl
 export async function ensureTrackedTable (db: Database, spec: ResourceTableSpec): Promise<void> {
   const wanted = definitionOf(spec)
   await db.transaction(async (tx) => {
+    await tx.execute(WITHOUT_STATEMENT_TIMEOUT)
     await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
     const statements = await plan(tx, spec, wanted)
     if (statements === null) return

@@ -7,9 +7,9 @@ import { coalesced } from '../concurrency/batch.js'
 import type { Database, Preparable, Runnable } from './client.js'
 import { statementCache } from './driver.js'
 import { ident } from './resource-table.js'
-import { InvalidCursorError } from './errors.js'
+import { InvalidCursorError, InvalidSearchError } from './errors.js'
 import { containsPattern } from './items.js'
-import { rankedWindow, searchDocument, searchMatch, searchQuery, searchRank, searchShape, searchTerms, withCustomPlans, type SearchTerms } from './resource-search.js'
+import { COUNTED_WORDS, countedWords, rankedWindow, searchDocument, searchMatch, searchQuery, searchRank, searchShape, searchTerms, withCustomPlans, type SearchTerms } from './resource-search.js'
 
 export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'contains' | 'is'
 
@@ -82,7 +82,7 @@ const UNSORTABLE: readonly FieldKind[] = ['text[]', 'jsonb']
 /** Whether a list can sort by a column of this kind: arrays and objects have no order worth asking for. */
 export const sortable = (kind: FieldKind) => !UNSORTABLE.includes(kind)
 
-export { InvalidCursorError }
+export { InvalidCursorError, InvalidSearchError }
 
 /** A cursor that does not decode or was made for another sort: a 422, its `cursor` the value refused. */
 const invalidCursor = (cursor: string, message: string) => Object.assign(new InvalidCursorError(message), { cursor })
@@ -251,7 +251,7 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
   function orderOf (request: ListRequest, search: Search | undefined): Key[] {
     if (search === undefined || request.sort.length > 0) return keysOf(request.sort)
     // The placeholders are named as every binding names them: a statement prepared with them takes the values at run time.
-    const rank = searchRank(search.document, searchQuery(search.terms, (key) => sql.placeholder(key)))
+    const rank = searchRank(search.document, search.terms, (key) => sql.placeholder(key))
     return [{ name: RANK, column: rank, kind: 'rank', descending: true, notNull: true }, keyOf('id', false)]
   }
 
@@ -273,6 +273,7 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
 
   function bound (request: ListRequest, keys: Key[], position: unknown[] | undefined, bind: Bind, search?: Search): Parts {
     const matched = matching(request, bind, search)
+    if (keys[0]!.kind === 'rank') bind(COUNTED_WORDS, countedWords(search!.terms))
     return {
       matching: matched,
       window: keys[0]!.kind === 'rank' ? rankedWindow(table, columnOf('id').column, matched!) : undefined,
@@ -329,7 +330,9 @@ export function createResourceLister<T extends PgTable, Row extends object = Inf
   }
 
   // A search's best plan depends on how common its words are: one generic plan for every text would serve some of them badly.
-  const read = (request: ListRequest) => request.search ? withCustomPlans(db, request.sort.length > 0, (tx) => list(request, tx)) : list(request)
+  const read = (request: ListRequest) => request.search
+    ? withCustomPlans(db, request.sort.length > 0, searchQuery(searchTerms(request.search.text), (_key, value) => value), (tx) => list(request, tx))
+    : list(request)
   // Outside a transaction, the same list asked for by many requests at once is read once.
   const shared = coalesced(read, (request: ListRequest) => JSON.stringify(request))
   return (request, tx) => tx ? list(request, tx) : shared(request)

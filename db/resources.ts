@@ -1,6 +1,6 @@
 import { getTableName, is, sql } from 'drizzle-orm'
 import { PgTable, getTableConfig, type PgColumn } from 'drizzle-orm/pg-core'
-import { SCHEMA_LOCK, type Database, type DatabaseClient } from './client.js'
+import { SCHEMA_LOCK, WITHOUT_STATEMENT_TIMEOUT, type Database, type DatabaseClient } from './client.js'
 import { ResourceTableError } from './errors.js'
 import { syncEventTrigger } from './event-triggers.js'
 import { ensureTrackedTable } from './resource-changes.js'
@@ -67,6 +67,7 @@ export async function ensureResourceTable (db: Database, table: PgTable): Promis
   if (found.length === 0) {
     await db.transaction(async (tx) => {
       // One creator at a time across processes: concurrent CREATE TABLE IF NOT EXISTS can fail on the catalog's unique index.
+      await tx.execute(WITHOUT_STATEMENT_TIMEOUT)
       await tx.execute(sql.raw(`select pg_advisory_xact_lock(${SCHEMA_LOCK})`))
       await tx.execute(sql.raw(resourceTableDdl(table)))
     })

@@ -33,6 +33,13 @@ export const httpProblems = defineProblems({
   HeadersTooLarge: { status: 431, code: 'HEADERS_TOO_LARGE', message: 'The request is not valid HTTP/1.1%s' },
   InternalError: { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred (request %s)' },
   DatabaseUnavailable: { status: 503, code: 'DATABASE_UNAVAILABLE', message: 'The database is unavailable; try again shortly', headers: retryIn(5) },
+  // The server cancelled a statement of this request at the statement timeout: this request alone fails.
+  DatabaseStatementTimeout: {
+    status: 503,
+    code: 'DATABASE_STATEMENT_TIMEOUT',
+    message: 'A statement of this request ran past the statement timeout%s and was cancelled; ask for less (a filter, a smaller limit) or try again shortly',
+    headers: retryIn(5)
+  },
   // A host's own coded error: the handler answers the status and code it is given.
   HostProblem: { code: 'PLINTH_PROBLEM', message: '%s' },
   PluginOutOfOrder: { code: 'PLINTH_PLUGIN_ORDER', message: '%s must be registered before %s: %s' }

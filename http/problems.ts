@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  constraintViolation, isDatabaseUnavailable, isRefusedValue, refusedField, sqlState,
+  constraintViolation, isDatabaseUnavailable, isRefusedValue, isStatementCancelled, refusedField, sqlState,
   type ConstraintViolation
 } from '../db/errors.js'
 import { serverBusyIn } from '../concurrency/busy.js'
@@ -17,7 +17,7 @@ import { apiSecurityHeaders } from './security-headers.js'
 type ValidationError = NonNullable<FastifyError['validation']>[number]
 
 const {
-  BodyTooLarge, DatabaseUnavailable, ForeignKeyViolation, HeadersTooLarge, HostProblem, InternalError,
+  BodyTooLarge, DatabaseStatementTimeout, DatabaseUnavailable, ForeignKeyViolation, HeadersTooLarge, HostProblem, InternalError,
   MalformedBody, MalformedRequest, MalformedUrl, PathParameterTooLong, RequestTimeout, UniqueViolation,
   UnsupportedMediaType, ValidationFailed
 } = httpProblems
@@ -201,6 +201,11 @@ export function sendProblem (reply: FastifyReply, body: Problem) {
 }
 
 function databaseUnavailableIn (error: ProblemError, request: FastifyRequest): ProblemError | undefined {
+  if (isStatementCancelled(error)) {
+    request.log.warn({ err: withoutValues(error) }, 'statement cancelled at the statement timeout')
+    const ms = request.server.hasDecorator('plinthDb') ? request.server.plinthDb.statementTimeoutMs : undefined
+    return new DatabaseStatementTimeout(ms === undefined ? '' : ` of ${ms} ms`)
+  }
   if (!isDatabaseUnavailable(error)) return undefined
   request.log.warn({ err: withoutValues(error) }, 'database unavailable')
   return new DatabaseUnavailable()

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
 import { systemClock, type Clock } from '../db/clock.js'
 import { connect, isPostgresUrl, postgresListen, type DatabaseClient, type PoolMode } from '../db/client.js'
@@ -21,10 +22,18 @@ declare module 'fastify' {
   }
 }
 
+/** `statementTimeoutMs`: long enough for any page a request may ask for, short enough that a runaway statement frees its connection. */
+export const StatementTimeoutMsSchema = Type.Integer({ minimum: 100, maximum: 3_600_000, default: 5000 })
+
 export type DbOptions = ({
   url: string
   /** PostgreSQL only, `session` by default: `transaction` when `url` is a pooler in transaction mode (PgBouncer's). */
   poolMode?: PoolMode
+  /**
+   * PostgreSQL only: the server cancels a statement that runs longer, and its request answers 503; 5000 by default, 100 to
+   * 3,600,000. Migrations, boot DDL and the feed's purge are not bounded by it. A given `client` keeps the bound it was opened with.
+   */
+  statementTimeoutMs?: number
 } | {
   /** An already open client, which stays the caller's to close. */
   client: DatabaseClient
@@ -61,12 +70,21 @@ async function replicasOf (app: App, client: DatabaseClient, opts: DbOptions): P
   const replicas = await connectReplicas(client.db, {
     urls,
     poolMode: client.poolMode,
+    statementTimeoutMs: client.statementTimeoutMs,
     maxLagSeconds,
     checkIntervalMs: REPLICA_CHECK_MS,
     onChange: (report) => app.log[report.status === 'ok' ? 'info' : 'warn']({ replica: report }, `replica ${report.name} is ${report.status}`)
   })
   app.addHook('onClose', () => replicas.close())
   return replicas
+}
+
+/** The bound of the clients the plugin opens: the option, or its default; anything else stops the boot. */
+function statementTimeoutOf (given: unknown): number {
+  const { minimum, maximum, default: fallback } = StatementTimeoutMsSchema as { minimum: number, maximum: number, default: number }
+  if (given === undefined) return fallback
+  if (typeof given === 'number' && Number.isInteger(given) && given >= minimum && given <= maximum) return given
+  throw new InvalidDbOptions(`statementTimeoutMs must be an integer from ${minimum} to ${maximum} (got ${shown(given)})`)
 }
 
 /** Decorates `plinthDb`, a name of its own so a host's `db` stays the host's; closes only a client it opened. */
@@ -78,7 +96,10 @@ async function dbPlugin (app: App, opts: DbOptions) {
   if ('poolMode' in opts && opts.poolMode !== undefined && opts.poolMode !== 'session' && opts.poolMode !== 'transaction') {
     throw new InvalidDbOptions(`poolMode must be 'session' or 'transaction' (got ${shown(opts.poolMode)})`)
   }
-  const client = 'client' in opts ? listeningThrough(opts.client, opts.listenUrl) : await connect(opts.url, { listenUrl: opts.listenUrl, poolMode: opts.poolMode })
+  const statementTimeoutMs = 'url' in opts ? statementTimeoutOf(opts.statementTimeoutMs) : undefined
+  const client = 'client' in opts
+    ? listeningThrough(opts.client, opts.listenUrl)
+    : await connect(opts.url, { listenUrl: opts.listenUrl, poolMode: opts.poolMode, statementTimeoutMs })
   if (client.poolMode === 'transaction' && opts.listenUrl === undefined) {
     app.log.warn('a transaction pooler cannot hold a LISTEN: the change feed polls every second; set DATABASE_LISTEN_URL (listenUrl) to a direct connection')
   }

@@ -22,6 +22,7 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     DATABASE_POOL_MODE: 'session',
     DATABASE_REPLICA_URLS: [],
     DATABASE_REPLICA_MAX_LAG_SECONDS: 10,
+    DATABASE_STATEMENT_TIMEOUT_MS: 5000,
     JWT_ALGORITHM: 'HS256',
     MAIL_FROM: 'plinth <no-reply@localhost>',
     MAIL_TIMEOUT_SECONDS: 10,

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { OPERATORS, sortable, type Filter, type FilterOp, type SortKey } from '../../db/resource-lists.js'
-import { MAX_SEARCH_LENGTH, MIN_PREFIX_LENGTH, searchTextRefusal } from '../../db/resource-search.js'
+import { MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS, MIN_PREFIX_LENGTH, searchTextRefusal } from '../../db/resource-search.js'
 import { PG_INT_MAX, PG_INT_MIN, TEXT_PATTERN } from '../../schemas/common.js'
 import { LIST_PARAMETERS, type Field, type FieldKind } from '../../schemas/fields.js'
 import { pageQuery } from '../../schemas/page.js'
@@ -30,9 +30,11 @@ const searchParameter = (search: readonly string[]) => Type.String({
   minLength: 1,
   maxLength: MAX_SEARCH_LENGTH,
   pattern: TEXT_PATTERN,
-  description: `Only rows whose ${search.join(', ')} match these words, best matches first unless sort says otherwise (${search[0]} weighs most). ` +
-    'Every word must match; "a phrase" matches its words in order, -word excludes, or gives alternatives. ' +
-    `The last word also matches as a prefix when it has ${MIN_PREFIX_LENGTH} letters or more and no space follows it.`
+  description: `Only rows whose ${search.join(', ')} match these words, best matches first unless sort says otherwise: ` +
+    `the earliest field holding a word first (${search[0]} weighs most), then the most occurrences, then the oldest. ` +
+    'Every word must match; "a phrase" matches its words in order, -word excludes, or gives alternatives: a b or c is (a and b) or c. ' +
+    `The last word also matches as a prefix when it has ${MIN_PREFIX_LENGTH} letters or more, no space follows it and there is no or. ` +
+    `At most ${MAX_SEARCH_WORDS} words; a search of excluded words alone is refused.`
 })
 
 /** The query parameter of a filter: `price` for equality, `price[gte]` for the others. */

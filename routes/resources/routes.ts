@@ -4,7 +4,7 @@ import type { Database } from '../../db/client.js'
 import { createRepository, type Versioned } from '../../db/crud.js'
 import { definitionDigest } from '../../db/resource-changes.js'
 import { resourceJson } from '../../db/resource-json.js'
-import { InvalidCursorError, createResourceLister, type RequestSelection } from '../../db/resource-lists.js'
+import { InvalidCursorError, InvalidSearchError, createResourceLister, type RequestSelection } from '../../db/resource-lists.js'
 import { createEmbeddedReader } from '../../db/resource-embed.js'
 import { buildResourceTable, type ResourceTableSpec } from '../../db/resource-table.js'
 import { prepareResourceTable } from '../../db/resources.js'
@@ -154,6 +154,7 @@ export const resourceRoutes: FastifyPluginAsyncTypebox<ResolvedResourceOptions> 
         ...(embedded === undefined ? {} : { selection: embedded })
       })).catch((err: unknown) => {
         if (err instanceof InvalidCursorError) throw invalidInput('querystring', '/cursor', err.message)
+        if (err instanceof InvalidSearchError) throw invalidInput('querystring', '/q', err.message)
         throw err
       })
       if (page.next !== undefined) reply.header('link', filtered ? cursorLink(request, page.next) : offsetLink(request, { offset, limit: Math.min(limit, maxLimit) }))

@@ -38,6 +38,9 @@ describe('plinth/db', () => {
   test('its client is the one dbPlugin and buildApp take', () => {
     expect<db.DatabaseClient>().type.toBe<plinth.DatabaseClient>()
     expect<plinth.DbOptions>().type.toBeAssignableFrom({ client: {} as db.DatabaseClient })
+    expect<plinth.DbOptions>().type.toBeAssignableFrom({ url: 'postgres://db/app', statementTimeoutMs: 5000 })
+    expect(db.connect).type.toBeCallableWith('postgres://db/app', { statementTimeoutMs: 5000 })
+    expect<db.DatabaseClient['statementTimeoutMs']>().type.toBe<number | undefined>()
   })
 })
 

@@ -6,7 +6,7 @@ import t from 'tap'
 import type { App } from '../../../app.js'
 import type { Database } from '../../../db/client.js'
 import { createResourceLister } from '../../../db/resource-lists.js'
-import { MAX_SEARCH_LENGTH, RANKED_MATCHES, searchDocument, searchIndexName, searchTerms } from '../../../db/resource-search.js'
+import { MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS, RANKED_MATCHES, searchDocument, searchIndexName, searchTerms } from '../../../db/resource-search.js'
 import { buildResourceTable } from '../../../db/resource-table.js'
 import { resolveResourceOptions } from '../../../routes/resources/options.js'
 import { readFields } from '../../../schemas/fields.js'
@@ -70,6 +70,49 @@ t.test('ranked: a title match outranks a body match, more matches rank higher, t
   t.same(await titles(q('done')), ['Garden plinth'], 'every search field is searched')
 })
 
+t.test('the documented order: the earliest field a word is in first, then how many times the words occur, then id', async (t) => {
+  // Each later-ranked row is created first: by id alone it would come first.
+  const thrice = await create({ title: 'nothing', body: 'zarf, zarf and zarf' })
+  const once = await create({ title: 'a zarf', body: 'nothing' })
+  t.same(await titles(q('zarf')), [once.title, thrice.title], 'one occurrence in the first field outranks three in the second')
+  const inBody = await create({ title: 'other', body: 'yurt quib' })
+  // Cover density ranked these apart: words far apart in the first field below the same words side by side in the second.
+  const inTitle = await create({ title: 'yurt, then a long way on to quib' })
+  t.same(await titles(q('yurt quib ')), [inTitle.title, inBody.title], 'two words in the first field outrank the same two in the second')
+  const twice = await create({ title: 'zarf zarf' })
+  const tie = await create({ title: 'zarf again' })
+  t.same(await titles(q('zarf')), [twice.title, once.title, tie.title, thrice.title], 'then more occurrences, then the oldest')
+})
+
+t.test('a b or c is (a and b) or c; a or b c is a or (b and c); -word excludes wherever it stands', async (t) => {
+  for (const title of ['wren', 'kite', 'lark', 'wren kite', 'wren lark', 'kite lark']) await create({ title, body: 'grouping' })
+  const sorted = async (text: string) => (await titles(`${q(text)}&sort=title`))
+  t.same(await sorted('wren kite or lark'), ['kite lark', 'lark', 'wren kite', 'wren lark'])
+  t.same(await sorted('wren or kite lark'), ['kite lark', 'wren', 'wren kite', 'wren lark'])
+  t.same(await sorted('wren or kite or lark '), ['kite', 'kite lark', 'lark', 'wren', 'wren kite', 'wren lark'])
+  t.same(await sorted('grouping -wren or lark'), ['kite', 'kite lark', 'lark', 'wren lark'], 'grouping and not wren, or lark')
+})
+
+t.test('a search the index cannot serve is refused with 422 naming q: only excluded words, or too many words', async (t) => {
+  const only = /^\/querystring\/q must have a word to find in every alternative: excluding words \(-word\) alone would read every row/
+  const refused: Array<[string, RegExp]> = [
+    ['-plinth', only], ['-plinth -marble', only], ['- plinth', only], ['-"stone plinth"', only],
+    ['granite or -marble', only], ['-marble or granite', only], ['-plinth&count=exact', only], ['-plinth&sort=-id', only],
+    [Array.from({ length: MAX_SEARCH_WORDS + 1 }, (_, i) => `w${i}`).join(' '), /^\/querystring\/q must have at most 16 words/],
+    [`"${Array.from({ length: MAX_SEARCH_WORDS + 1 }, () => 'plinth').join(' ')}"`, /^\/querystring\/q must have at most 16 words/]
+  ]
+  for (const [text, detail] of refused) {
+    const [words, ...rest] = text.split('&')
+    const res = await app.inject({ method: 'GET', url: `${NOTES}?${q(words!)}${rest.map((part) => `&${part}`).join('')}` })
+    t.equal(res.statusCode, 422, text.slice(0, 40))
+    t.match(res.json(), { code: 'VALIDATION_FAILED', detail, errors: [{ path: '/querystring/q' }] }, text.slice(0, 40))
+  }
+  t.same(await titles(q('plinth -marble')), ['Garden plinth', 'Kitchen shelf'], 'a word to find and one to exclude')
+  t.same(await titles(q('-!!!')), [], 'excluding no word at all: no words, nothing found')
+  t.same(await titles(`${q('--plinth')}&sort=id`), ['Kitchen shelf', 'Garden plinth', 'Plinth of the statue'], 'excluded twice is included')
+  t.equal((await list(q(Array.from({ length: MAX_SEARCH_WORDS }, () => 'plinth').join(' ')))).statusCode, 200, `${MAX_SEARCH_WORDS} words are fine`)
+})
+
 t.test('the last word is a prefix while it is being typed, from three letters on', async (t) => {
   t.same(await titles(q('plin')), ['Plinth of the statue', 'Garden plinth', 'Kitchen shelf'])
   t.same(await titles(q('shopp')), ['Shopping list'])
@@ -79,6 +122,8 @@ t.test('the last word is a prefix while it is being typed, from three letters on
   t.same(await titles(q('"garden plin')), [], 'inside an open quote, a phrase of whole words')
   t.same(await titles(q('milk or gran')), ['Shopping list'], 'after or, a whole word: a prefix would make the alternative a requirement')
   t.same(searchTerms('plinth -mar'), { words: 'plinth -mar' }, 'an excluded word is whole')
+  t.same(searchTerms('plinth - mar'), { words: 'plinth - mar' }, 'so is one after a lone -')
+  t.same(searchTerms('milk or bread shel'), { words: 'milk or bread shel' }, 'with an or, no prefix: it would be required of every alternative')
   t.same(searchTerms('kitchen shel'), { words: 'kitchen ', prefix: 'shel' })
 })
 
