@@ -232,7 +232,11 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
         }
         // The page's events out of scope were passed over too: the next page starts after them.
         if (BigInt(backlog.readThrough) > seen) seen = BigInt(backlog.readThrough)
-        if (!backlog.full) break
+        if (!backlog.full) {
+          // Every event in scope up to the position was read: the client's resume point moves there.
+          if (BigInt(position) > seen) seen = BigInt(position)
+          break
+        }
         backlog = await since(seen)
       }
     } catch (err) {
