@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Clock } from './clock.js'
 import type { DatabaseClient, Listening } from './client.js'
 import {
@@ -45,6 +46,8 @@ export interface ChangeFeedOptions {
 }
 
 const DECIMAL_ID = /^(0|[1-9]\d{0,18})$/
+/** Bytes of rows handed to subscribers between two turns of the event loop. */
+const TURN_BYTES = 64 * 1024
 
 /** Checks a log id given as text: a bigint's decimal digits. */
 export const isEventId = (text: string) => DECIMAL_ID.test(text) && BigInt(text) <= 9223372036854775807n
@@ -81,8 +84,13 @@ export function createChangeFeed (client: DatabaseClient, options: ChangeFeedOpt
     }
   }
 
-  /** Reads and delivers until the log is exhausted or a gap must wait. */
+  /**
+   * Reads and delivers until the log is exhausted or a gap must wait. Between reads, and every TURN_BYTES
+   * delivered, the event loop turns: PGlite answers without one, and subscribers' sockets must pass on
+   * what they were given before more comes, or a client that keeps up would be cut as a slow one.
+   */
   async function drain (): Promise<void> {
+    let handed = 0
     for (;;) {
       const events = await eventsAfter(db, last.toString(), options.batch)
       if (pending !== null && last >= pending.upTo) pending = null
@@ -100,8 +108,15 @@ export function createChangeFeed (client: DatabaseClient, options: ChangeFeedOpt
         }
         deliver(event)
         last = id
+        handed += event.row.length
+        if (handed >= TURN_BYTES) {
+          handed = 0
+          await nextTurn()
+        }
       }
       if (!reread && events.length < options.batch) return
+      handed = 0
+      await nextTurn()
     }
   }
 
