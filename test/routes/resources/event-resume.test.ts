@@ -89,7 +89,7 @@ t.test('a resume\'s filters agree with the list\'s', async (t) => {
 t.test('a Last-Event-ID beyond the log\'s head gets a reset to the head, then live', async (t) => {
   const { app, base } = await serve(t)
   await createTask(app, { title: 'first' })
-  for (const headers of [{ 'last-event-id': '9223372036854775807' }, {}]) {
+  for (const headers of [{ 'last-event-id': '9223372036854775807' }, {}] as Array<Record<string, string>>) {
     const now = await head(app.plinthDb.db)
     const url = `${base}${TASKS}/events${'last-event-id' in headers ? '' : `?lastEventId=${BigInt(now) + 1n}`}`
     const stream = await openStream(t, url, headers)
