@@ -107,12 +107,13 @@ export const lastEventId = async (db: Database) => (await one(db, sql`select coa
 
 /**
  * Where a resume point must lie: above `purged`, the highest id of `table` a purge deleted ('0' when
- * none: a resume from below it may miss events), and at most `issued`, the highest id ever taken.
+ * none: a resume from below it may miss events), and at most `issued`, the highest id ever taken
+ * (the sequence's, which a role that may insert into the log may read).
  */
 export async function resumeBounds (db: Database, table: string): Promise<{ purged: string, issued: string }> {
   const [row] = rowsOf<{ purged: string, issued: string }>(await db.execute(sql`
     select coalesce((select purged_through from resource_event_horizons where table_name = ${table}), 0)::text as purged,
-      (select case when is_called then last_value else last_value - 1 end from resource_events_id_seq)::text as issued`))
+      coalesce(pg_sequence_last_value('resource_events_id_seq'), 0)::text as issued`))
   return row!
 }
 

@@ -226,6 +226,9 @@ t.test('since() reads the log of one table after an id, bounded, and says when t
   t.same((await feed.since('since_notes', ids[1]!, 1)).events.map((event) => event.id), [ids[2]], 'after an id, at most limit')
   t.same((await feed.since('since_notes', ids[0]!, 100, ids[2])).events.map((event) => event.id), [ids[1], ids[2]], 'and through an id')
   t.same((await feed.since('since_notes', ids[3]!, 100)).events, [], 'nothing after the last')
+  t.equal((await feed.since('since_notes', ids[3]!, 100)).reset, false)
+  // The other table's event took the id after the last note's.
+  t.same(outcome(await feed.since('since_notes', String(BigInt(ids[3]!) + 2n), 100)), { events: [], reset: true }, 'after an id never issued: reset')
 
   t.equal(await feed.purge(), 0, 'nothing is old yet')
   moving.advance(25 * HOUR)
