@@ -38,6 +38,6 @@ export {
 export { problem, problemError, validationError, conflictError, forbiddenError, notFoundError } from './http/problems.js'
 
 export type { Database, DatabaseClient } from './db/client.js'
-export type { ChangeEvent, ChangeFeed, ChangeOp } from './db/resource-events.js'
+export type { ChangeEvent, ChangeFeed, ChangeOp, EventPage, EventScope } from './db/resource-events.js'
 export { createRepository, type Page, type Repository, type TableWithId } from './db/crud.js'
 export { createItemRepository, type ItemRepository, type ItemRow, type ItemSlice, type NewItem } from './db/items.js'

@@ -1,20 +1,22 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Clock } from './clock.js'
 import type { DatabaseClient, Listening } from './client.js'
 import {
-  currentSnapshot, eventsAfter, lastEventId, purgeEvents, purgedThrough, snapshotSettled, tableEventsAfter, type ChangeEvent
+  currentSnapshot, eventsAfter, lastEventId, purgeEvents, resumeBounds, snapshotSettled, tableEventPage, type ChangeEvent, type EventPage, type EventScope
 } from './event-log.js'
 import { EVENTS_CHANNEL } from './event-triggers.js'
 
-export type { ChangeEvent, ChangeOp } from './event-log.js'
+export type { ChangeEvent, ChangeOp, EventPage, EventScope } from './event-log.js'
 
 export interface ChangeFeed {
   /** Live events of `table` committed after this call, in id order, each once; returns the unsubscribe function. */
   subscribe (table: string, listener: (event: ChangeEvent) => void): () => void
   /**
-   * From the durable log: events of `table` with id > after (decimal text), oldest first, at most `limit`,
-   * and none past `through` when given; `reset` is true when events after `after` may have been purged.
+   * From the durable log: of the next `limit` events of `table` with id > after (decimal text), none past
+   * `through` when given, those in `scope`, oldest first. `reset` is true when events after `after` may
+   * have been purged, or when `after` was never an event's id (a log restored from before it).
    */
-  since (table: string, after: string, limit: number, through?: string): Promise<{ events: ChangeEvent[], reset: boolean }>
+  since (table: string, after: string, limit: number, through?: string, scope?: EventScope): Promise<EventPage & { reset: boolean }>
   /** The id of the last event the pump has delivered to subscribers ('0' before any): a resume reads since() up to here, then live. */
   position (): string
   /** Starts the pump if it is not running; resolves once it listens, from when position() is where live events start. */
@@ -44,6 +46,8 @@ export interface ChangeFeedOptions {
 }
 
 const DECIMAL_ID = /^(0|[1-9]\d{0,18})$/
+/** Bytes of rows handed to subscribers between two turns of the event loop. */
+const TURN_BYTES = 64 * 1024
 
 /** Checks a log id given as text: a bigint's decimal digits. */
 export const isEventId = (text: string) => DECIMAL_ID.test(text) && BigInt(text) <= 9223372036854775807n
@@ -80,8 +84,13 @@ export function createChangeFeed (client: DatabaseClient, options: ChangeFeedOpt
     }
   }
 
-  /** Reads and delivers until the log is exhausted or a gap must wait. */
+  /**
+   * Reads and delivers until the log is exhausted or a gap must wait. Between reads, and every TURN_BYTES
+   * delivered, the event loop turns: PGlite answers without one, and subscribers' sockets must pass on
+   * what they were given before more comes, or a client that keeps up would be cut as a slow one.
+   */
   async function drain (): Promise<void> {
+    let handed = 0
     for (;;) {
       const events = await eventsAfter(db, last.toString(), options.batch)
       if (pending !== null && last >= pending.upTo) pending = null
@@ -99,8 +108,15 @@ export function createChangeFeed (client: DatabaseClient, options: ChangeFeedOpt
         }
         deliver(event)
         last = id
+        handed += event.row.length
+        if (handed >= TURN_BYTES) {
+          handed = 0
+          await nextTurn()
+        }
       }
       if (!reread && events.length < options.batch) return
+      handed = 0
+      await nextTurn()
     }
   }
 
@@ -167,13 +183,13 @@ export function createChangeFeed (client: DatabaseClient, options: ChangeFeedOpt
         if (set.size === 0 && listeners.get(table) === set) listeners.delete(table)
       }
     },
-    async since (table, after, limit, through) {
+    async since (table, after, limit, through, scope) {
       if (!isEventId(after)) throw new TypeError(`since: after must be an event id, decimal digits (got ${JSON.stringify(after)})`)
       if (through !== undefined && !isEventId(through)) throw new TypeError(`since: through must be an event id, decimal digits (got ${JSON.stringify(through)})`)
-      const events = await tableEventsAfter(db, table, after, limit, through)
+      const page = await tableEventPage(db, table, after, limit, through, scope)
       // Read after the events: a purge between the two then shows as a reset rather than as a silent hole.
-      const reset = BigInt(after) < BigInt(await purgedThrough(db, table))
-      return { events, reset }
+      const { purged, issued } = await resumeBounds(db, table)
+      return { ...page, reset: BigInt(after) < BigInt(purged) || BigInt(after) > BigInt(issued) }
     },
     position: () => last.toString(),
     ready,

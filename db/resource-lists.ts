@@ -107,8 +107,8 @@ const COMPARISONS: Partial<Record<FilterOp, string>> = { eq: '=', ne: 'is distin
 /** A value in a statement: its placeholder in one prepared for every request of its shape, or the value itself. */
 export type Bind = (name: string, value: unknown) => unknown
 
-/** The SQL of one filter on `column`; `name` names its values' placeholders. */
-export function condition (column: PgColumn, kind: FieldKind, { op, value }: Filter, bind: Bind, name: string): SQL {
+/** The SQL of one filter on `column` (or an expression of its type); `name` names its values' placeholders. */
+export function condition (column: PgColumn | SQL, kind: FieldKind, { op, value }: Filter, bind: Bind, name: string): SQL {
   const comparison = COMPARISONS[op]
   if (comparison !== undefined) return sql`${column} ${sql.raw(comparison)} ${bind(name, value)}`
   if (op === 'in') {
@@ -123,7 +123,7 @@ export function condition (column: PgColumn, kind: FieldKind, { op, value }: Fil
   }
   if (value === 'null') return sql`${column} is null`
   if (value === 'not_null') return sql`${column} is not null`
-  throw new Error(`filter ${column.name}[is] takes 'null' or 'not_null', not ${String(value)}`)
+  throw new Error(`filter ${'name' in column ? column.name : name}[is] takes 'null' or 'not_null', not ${String(value)}`)
 }
 
 const filterShape = ({ column, op, value }: Filter) => `${column}.${op}${op === 'in' ? (value as unknown[]).length : op === 'is' ? String(value) : ''}`

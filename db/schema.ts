@@ -111,6 +111,8 @@ export const resourceEvents = pgTable('resource_events', {
   created_at: createdAt()
 }, (table) => [
   index('resource_events_table_name_id_idx').on(table.table_name, table.id),
+  // A resume reads one owner's events, whatever other owners logged.
+  index('resource_events_table_name_owner_id_id_idx').on(table.table_name, table.owner_id, table.id),
   check('resource_events_op', sql`${table.op} in ('created', 'updated', 'deleted')`)
 ])
 

@@ -1,7 +1,7 @@
 import { longLived } from '../../plugins/overload.js'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isEventId, type ChangeEvent, type ChangeFeed } from '../../db/resource-events.js'
+import { isEventId, type ChangeEvent, type ChangeFeed, type EventScope } from '../../db/resource-events.js'
 import { EventStream, frame, ticker } from '../../http/event-stream.js'
 import type { App, Guard } from '../../http/types.js'
 import { notAuthenticated } from '../../plugins/auth/errors.js'
@@ -138,13 +138,15 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const me = ownerOf(request)
     const visible = (event: ChangeEvent) => (me === undefined || event.ownerId === me) && (matches === undefined || matches(rowOf(event)))
     const exp = tickets?.expiryOf(request) ?? request.tokenClaims?.exp
-    return followChanges(request, reply, { after, visible, me, expiresAt: exp === undefined ? undefined : exp * 1000 })
+    const scope: EventScope = { ownerId: me, filters, kinds }
+    return followChanges(request, reply, { after, visible, scope, me, expiresAt: exp === undefined ? undefined : exp * 1000 })
   })
 
-  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, me: number | undefined, expiresAt?: number }
+  /** `visible` decides on live events; `scope` is the same rule in the SQL of a resume. */
+  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, scope: EventScope, me: number | undefined, expiresAt?: number }
 
   /** Subscribe first, then read the log up to the present, then the events that came meanwhile, then live: nothing twice, nothing missed. */
-  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, me, expiresAt }: Follow) {
+  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, scope, me, expiresAt }: Follow) {
     const changes = feed()
     // Listening first: from then on, position() is where live events start.
     await changes.ready()
@@ -161,7 +163,8 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     })
     // Read in the same turn as the subscription: every event the listener gets is past it.
     const position = changes.position()
-    const since = (from: bigint) => changes.since(table, String(from), BACKLOG_PAGE, position)
+    // Only the subscriber's own events in scope are read, a page at a time: other owners' events cost a resume nothing.
+    const since = (from: bigint) => changes.since(table, String(from), BACKLOG_PAGE, position, scope)
     let backlog: Awaited<ReturnType<ChangeFeed['since']>> | undefined
     try {
       backlog = after === undefined ? undefined : await since(after)
@@ -177,11 +180,11 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const markSeen = () => {
       if (seen !== told && stream.send({ id: String(seen) })) told = seen
     }
-    const consider = (event: ChangeEvent) => {
+    const consider = (event: ChangeEvent, inScope = visible(event)) => {
       const id = BigInt(event.id)
       if (id <= seen) return
       seen = id
-      if (visible(event) && stream.send(textOf(event))) told = id
+      if (inScope && stream.send(textOf(event))) told = id
     }
     const reset = () => {
       stream.send({ event: 'reset', id: position, data: '{}' })
@@ -222,11 +225,18 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
           break
         }
         for (const event of backlog.events) {
-          consider(event)
+          // The log's own query chose it.
+          consider(event, true)
           // The log can wait for the client: it is read at the client's pace.
           if (stream.congested) await stream.drained()
         }
-        if (backlog.events.length < BACKLOG_PAGE) break
+        // The page's events out of scope were passed over too: the next page starts after them.
+        if (BigInt(backlog.readThrough) > seen) seen = BigInt(backlog.readThrough)
+        if (!backlog.full) {
+          // Every event in scope up to the position was read: the client's resume point moves there.
+          if (BigInt(position) > seen) seen = BigInt(position)
+          break
+        }
         backlog = await since(seen)
       }
     } catch (err) {

@@ -41,6 +41,9 @@ async function listJson (db: Database, table: string, owner = false): Promise<Ma
 const loggedRows = async (db: Database) => rowsOf<{ id: string, table_name: string, op: string, row_id: number, owner_id: number | null, row: string }>(
   await db.execute(sql`select id::text as id, table_name, op, row_id, owner_id, "row" from resource_events order by resource_events.id`))
 
+/** What a resume is told, without the paging. */
+const outcome = ({ events, reset }: { events: unknown[], reset: boolean }) => ({ events, reset })
+
 function feedOf (t: Test, client: DatabaseClient, options: Partial<ChangeFeedOptions> = {}) {
   const errors: unknown[] = []
   const feed = createChangeFeed(client, {
@@ -223,14 +226,17 @@ t.test('since() reads the log of one table after an id, bounded, and says when t
   t.same((await feed.since('since_notes', ids[1]!, 1)).events.map((event) => event.id), [ids[2]], 'after an id, at most limit')
   t.same((await feed.since('since_notes', ids[0]!, 100, ids[2])).events.map((event) => event.id), [ids[1], ids[2]], 'and through an id')
   t.same((await feed.since('since_notes', ids[3]!, 100)).events, [], 'nothing after the last')
+  t.equal((await feed.since('since_notes', ids[3]!, 100)).reset, false)
+  // The other table's event took the id after the last note's.
+  t.same(outcome(await feed.since('since_notes', String(BigInt(ids[3]!) + 2n), 100)), { events: [], reset: true }, 'after an id never issued: reset')
 
   t.equal(await feed.purge(), 0, 'nothing is old yet')
   moving.advance(25 * HOUR)
   t.equal(await feed.purge(), 5, 'a day later, every event is past the window')
-  t.same(await feed.since('since_notes', '0', 100), { events: [], reset: true }, 'resuming from before the purge: reset')
-  t.same(await feed.since('since_notes', ids[1]!, 100), { events: [], reset: true }, 'from the middle of what was purged too')
-  t.same(await feed.since('since_notes', ids[3]!, 100), { events: [], reset: false }, 'from the last purged event, nothing was missed')
-  t.same(await feed.since('since_others', ids[3]!, 100), { events: [], reset: true }, 'the horizon is per table')
+  t.same(outcome(await feed.since('since_notes', '0', 100)), { events: [], reset: true }, 'resuming from before the purge: reset')
+  t.same(outcome(await feed.since('since_notes', ids[1]!, 100)), { events: [], reset: true }, 'from the middle of what was purged too')
+  t.same(outcome(await feed.since('since_notes', ids[3]!, 100)), { events: [], reset: false }, 'from the last purged event, nothing was missed')
+  t.same(outcome(await feed.since('since_others', ids[3]!, 100)), { events: [], reset: true }, 'the horizon is per table')
 
   await db.insert(notes).values({ title: 'fresh' } as never)
   t.match(await feed.since('since_notes', ids[3]!, 100), { events: [{ op: 'created' }], reset: false }, 'the log goes on above the purged ids')

@@ -5,11 +5,11 @@ import { eq } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { API_PREFIX, type App } from '../../../app.js'
 import type { Clock } from '../../../db/clock.js'
-import type { Filter } from '../../../db/resource-lists.js'
 import { users } from '../../../db/schema.js'
 import { rowMatcher } from '../../../routes/resources/event-filters.js'
 import resourcePlugin, { type ResourceOptions } from '../../../routes/resources/index.js'
 import { build, login, movableClock, newAccount, superuser } from '../../support/app.js'
+import { FILTER_CASES, FILTER_ROWS, TASK_KINDS, filterQuery } from '../../support/filter-cases.js'
 import { isEvent, listening, nextEvent, openStream, type OpenStream } from '../../support/event-stream.js'
 import { TaskFields, createTask } from '../../support/tasks.js'
 
@@ -322,45 +322,13 @@ t.test('the stream and its ticket route are in the OpenAPI document; off with ro
 
 t.test('the stream\'s filters agree with the list\'s SQL, NULLs, code point order and instants included', async (t) => {
   const { app } = await serve(t, [tasks()])
-  const rows = [
-    { title: 'apple', priority: 1, estimate: 0, due: '2026-01-01', remind_at: '2026-01-01T10:00:00.000Z', tags: ['x'] },
-    { title: 'Apple', priority: 2, estimate: 2.5, due: '2026-12-31', remind_at: '2026-01-01T10:00:00.001Z', done: true },
-    { title: 'Zebra', priority: 3, estimate: null, tags: ['x', 'y'] },
-    { title: '\u{1D49C}stral', priority: 4, estimate: 1e300, due: '0001-01-01', remind_at: '0001-01-01T00:00:00.000Z' },
-    { title: '\uE000private', priority: 5, estimate: 10, due: '9999-12-31', remind_at: '9999-12-31T23:59:59.999Z', done: true },
-    { title: 'a', priority: 3 }
-  ]
-  for (const row of rows) await createTask(app, row)
+  for (const row of FILTER_ROWS) await createTask(app, row)
   const listed = (await app.inject({ method: 'GET', url: `${TASKS}/?limit=100` })).json() as Array<Record<string, unknown>>
-  const kinds = { id: 'integer', created_at: 'timestamp', updated_at: 'timestamp', title: 'text', status: 'text', priority: 'integer', estimate: 'number', due: 'date', remind_at: 'timestamp', done: 'boolean', tags: 'text[]', meta: 'jsonb' } as const
-  const cases: Filter[][] = [
-    [{ column: 'title', op: 'lt', value: 'a' }],
-    [{ column: 'title', op: 'gte', value: 'Z' }],
-    [{ column: 'title', op: 'gt', value: '\uE001' }],
-    [{ column: 'title', op: 'lte', value: 'apple' }],
-    [{ column: 'title', op: 'in', value: ['a', 'Zebra', 'zebra'] }],
-    [{ column: 'title', op: 'contains', value: 'PPL' }],
-    [{ column: 'title', op: 'ne', value: 'apple' }],
-    [{ column: 'estimate', op: 'ne', value: 2.5 }],
-    [{ column: 'estimate', op: 'lt', value: 5 }],
-    [{ column: 'estimate', op: 'gte', value: 0 }],
-    [{ column: 'estimate', op: 'is', value: 'null' }],
-    [{ column: 'priority', op: 'in', value: [1, 3] }, { column: 'done', op: 'ne', value: true }],
-    [{ column: 'due', op: 'lte', value: '2026-06-01' }],
-    [{ column: 'due', op: 'is', value: 'not_null' }],
-    [{ column: 'remind_at', op: 'gt', value: '2026-01-01T10:00:00.000Z' }],
-    [{ column: 'remind_at', op: 'lt', value: '2026-01-01T10:00:00.0005Z' }],
-    [{ column: 'remind_at', op: 'eq', value: '2026-01-01T12:00:00.001+02:00' }],
-    [{ column: 'remind_at', op: 'gte', value: '0001-01-01T00:00:00Z' }],
-    [{ column: 'done', op: 'eq', value: false }],
-    [{ column: 'tags', op: 'contains', value: 'y' }],
-    [{ column: 'meta', op: 'is', value: 'null' }]
-  ]
-  for (const filters of cases) {
-    const query = new URLSearchParams(filters.map(({ column, op, value }): [string, string] => [op === 'eq' ? column : `${column}[${op}]`, String(value)]))
+  for (const filters of FILTER_CASES) {
+    const query = filterQuery(filters)
     const res = await app.inject({ method: 'GET', url: `${TASKS}/?limit=100&${query}` })
     t.equal(res.statusCode, 200, query.toString())
-    const matches = rowMatcher(filters, kinds)
+    const matches = rowMatcher(filters, TASK_KINDS)
     t.same(listed.filter((row) => matches(row)).map((row) => row.id), res.json().map((row: { id: number }) => row.id), decodeURIComponent(query.toString()))
   }
 })

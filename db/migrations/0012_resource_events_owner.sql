@@ -1,0 +1,1 @@
+CREATE INDEX "resource_events_table_name_owner_id_id_idx" ON "resource_events" USING btree ("table_name","owner_id","id");
