@@ -79,6 +79,8 @@ export const VARIABLES = {
   REQUIRE_IF_MATCH: option(catalog.requireIfMatch),
   IDEMPOTENCY_TTL_HOURS: option(catalog.idempotencyTtlHours),
   EVENTS_RETENTION_HOURS: option(changes.retentionHours),
+  EVENTS_MAX_STREAMS_PER_ACCOUNT: option(changes.maxStreamsPerAccount),
+  EVENTS_MAX_STREAMS_PER_ADDRESS: option(changes.maxStreamsPerAddress),
   ACCESS_TOKEN_EXPIRE_MINUTES: option(auth.accessTokenMinutes),
   REFRESH_TOKEN_EXPIRE_DAYS: option(auth.refreshTokenDays),
   FIRST_SUPERUSER_EMAIL: optionalOption(firstSuperuser.email),

@@ -27,6 +27,8 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     REQUIRE_IF_MATCH: false,
     IDEMPOTENCY_TTL_HOURS: 24,
     EVENTS_RETENTION_HOURS: 24,
+    EVENTS_MAX_STREAMS_PER_ACCOUNT: 20,
+    EVENTS_MAX_STREAMS_PER_ADDRESS: 100,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],
@@ -260,6 +262,13 @@ t.test('the options of an empty environment are the plugins\' defaults', async (
 t.test('EVENTS_RETENTION_HOURS is the change feed\'s retention, within its bounds', async (t) => {
   t.equal(optionsOf(loadConfig({ EVENTS_RETENTION_HOURS: '48' }), readSettingFiles(loadConfig({}))).changes.retentionHours, 48)
   t.throws(() => loadConfig({ EVENTS_RETENTION_HOURS: '0' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_RETENTION_HOURS/ })
+})
+
+t.test('EVENTS_MAX_STREAMS_PER_ACCOUNT and _PER_ADDRESS are the change feed\'s caps on open streams, within their bounds', async (t) => {
+  const settings = loadConfig({ EVENTS_MAX_STREAMS_PER_ACCOUNT: '5', EVENTS_MAX_STREAMS_PER_ADDRESS: '0' })
+  t.match(optionsOf(settings, readSettingFiles(settings)).changes, { maxStreamsPerAccount: 5, maxStreamsPerAddress: 0 })
+  t.throws(() => loadConfig({ EVENTS_MAX_STREAMS_PER_ACCOUNT: '-1' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_MAX_STREAMS_PER_ACCOUNT/ })
+  t.throws(() => loadConfig({ EVENTS_MAX_STREAMS_PER_ADDRESS: '100001' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_MAX_STREAMS_PER_ADDRESS/ })
 })
 
 t.test('resolveConfig reads no file; readSettingFiles reads each once, with the same errors', async (t) => {
