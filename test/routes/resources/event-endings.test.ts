@@ -22,8 +22,8 @@ async function serve (t: Test, settings: Partial<Config> = {}, database?: Databa
 }
 
 /** A stream of the tasks, which must open. */
-async function follow (t: Test, base: string, headers: Record<string, string>) {
-  const stream = await openStream(t, `${base}${TASKS}/events`, headers)
+async function follow (t: Test, base: string, headers: Record<string, string>, query = '') {
+  const stream = await openStream(t, `${base}${TASKS}/events${query}`, headers)
   t.equal(stream.status, 200, 'the stream opens')
   return stream
 }
@@ -85,6 +85,15 @@ t.test('a password change ends the account\'s streams at once', async (t) => {
   const res = await app.inject({ method: 'PATCH', url: `${API_PREFIX}/users/me`, headers: session.headers, payload: { password: 'a new horse battery', current_password: PASSWORD } })
   t.equal(res.statusCode, 200, res.payload)
   t.equal(await stolen.ended, true)
+})
+
+t.test('a stream opened with a ticket ends when the session that asked for the ticket logs out', async (t) => {
+  const { app, base } = await serve(t)
+  const { session } = await newAccount(app)
+  const { ticket } = (await post(app, `${TASKS}/events/tickets`, session.headers)).json() as { ticket: string }
+  const stream = await follow(t, base, {}, `?ticket=${encodeURIComponent(ticket)}`)
+  t.equal((await post(app, `${AUTH}/logout`, {}, { refresh_token: session.refresh_token })).statusCode, 204)
+  t.equal(await stream.ended, true)
 })
 
 t.test('a logout on one instance ends the stream another instance holds, through the database\'s notification', async (t) => {
