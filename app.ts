@@ -23,6 +23,7 @@ import metrics from './plugins/metrics.js'
 import overload from './plugins/overload.js'
 import security from './plugins/security.js'
 import { apiSecurityHeaders } from './http/security-headers.js'
+import { requestLogSerializer } from './http/log-redaction.js'
 import wellKnown from './plugins/well-known.js'
 import type { App } from './http/types.js'
 import { validatorCompiler } from './http/validation.js'
@@ -56,6 +57,13 @@ export type BuildOptions = FastifyHttpOptions<Server> & {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
+/** Logger options with plinth's `req` serializer (a stream's ticket redacted) unless they bring their own. */
+function withRequestSerializer (logger: BuildOptions['logger']): Pick<BuildOptions, 'logger'> {
+  if (logger === undefined || logger === false) return {}
+  const given = logger === true ? {} : logger
+  return { logger: { ...given, serializers: { req: requestLogSerializer, ...given.serializers } } }
+}
+
 /** Behind a proxy, its request id (nginx's `$request_id` in X-Request-Id), so one id follows a request across the hop in both logs. */
 function proxyRequestId (request: { headers: Record<string, string | string[] | undefined> }): string {
   const id = request.headers['x-request-id']
@@ -78,7 +86,8 @@ export async function buildApp (settings: Partial<Config> = {}, { database, file
     // Errors before routing get the problem document and the security headers here, since no hook runs for them.
     frameworkErrors: (error, request, reply) => problemErrorHandler(error, request, reply.headers(apiSecurityHeaders)),
     clientErrorHandler,
-    ...options
+    ...options,
+    ...withRequestSerializer(options.logger)
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('plinthConfig', config)

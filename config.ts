@@ -83,6 +83,8 @@ export const VARIABLES = {
   EVENTS_RETENTION_HOURS: option(changes.retentionHours),
   EVENTS_MAX_EVENTS: option(changes.maxEvents),
   EVENTS_PURGE_INTERVAL_SECONDS: option(changes.purgeIntervalMs, SECONDS),
+  EVENTS_MAX_STREAMS_PER_ACCOUNT: option(changes.maxStreamsPerAccount),
+  EVENTS_MAX_STREAMS_PER_ADDRESS: option(changes.maxStreamsPerAddress),
   ACCESS_TOKEN_EXPIRE_MINUTES: option(auth.accessTokenMinutes),
   REFRESH_TOKEN_EXPIRE_DAYS: option(auth.refreshTokenDays),
   FIRST_SUPERUSER_EMAIL: optionalOption(firstSuperuser.email),

@@ -27,6 +27,8 @@ export interface Listening {
   /** Listens again if its connection was lost: true when it had to, as notifications may then have been missed. */
   renew (): Promise<boolean>
   close (): Promise<void>
+  /** True when no notification can come (a transaction pooler without a listen URL): the caller polls. */
+  polled?: boolean
 }
 
 export type Listen = (channel: string, onNotify: (payload: string) => void) => Promise<Listening>
@@ -127,7 +129,7 @@ export function postgresListen (url: string): Listen {
 }
 
 /** Through a transaction pooler without a direct URL: no LISTEN can hold, so the change feed relies on its poll. */
-const pollOnly: Listen = async () => ({ renew: async () => false, close: async () => {} })
+const pollOnly: Listen = async () => ({ renew: async () => false, close: async () => {}, polled: true })
 
 /**
  * The bound of `ms` on a pool. A session's own connections start with it (`options`, where the server takes it); a pooler

@@ -38,6 +38,13 @@ export interface SessionOptions {
 
 const ignore = () => {}
 
+/** The channel told, at commit, the id of an account whose sessions ended or whose rights changed: its open streams check their guard. */
+export const ACCOUNTS_CHANNEL = 'plinth_account_changes'
+
+const notifyAccounts = async (db: Database, ids: Iterable<number>) => {
+  for (const id of new Set(ids)) await db.execute(sql`select pg_notify(${ACCOUNTS_CHANNEL}, ${String(id)})`)
+}
+
 /** An instant as a statement's parameter: sent as text, as the driver has no encoder for every place an instant goes. */
 const instant = (at: Date | SQLWrapper) => at instanceof Date ? sql`${at.toISOString()}::timestamptz` : sql`${at}::timestamptz`
 
@@ -145,10 +152,11 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
   async function endIn (tx: Database, where: SQL): Promise<number> {
     const picked = tx.select({ id: sessions.id }).from(sessions).where(and(where, isNull(sessions.ended_at)))
       .orderBy(sessions.id).for('no key update')
-    const ended = await tx.update(sessions).set({ ended_at: clock() }).where(inArray(sessions.id, picked)).returning({ id: sessions.id })
+    const ended = await tx.update(sessions).set({ ended_at: clock() }).where(inArray(sessions.id, picked)).returning({ id: sessions.id, user_id: sessions.user_id })
     if (ended.length > 0) {
       await tx.update(refreshTokens).set({ revoked: true })
         .where(and(inArray(refreshTokens.family_id, ended.map((row) => row.id)), eq(refreshTokens.revoked, false)))
+      await notifyAccounts(tx, ended.map((row) => row.user_id))
     }
     return ended.length
   }
@@ -224,6 +232,11 @@ export function createSessionRepository (db: Database, { loginWindowSeconds = 90
 
     async end (sid: string, userId: number): Promise<boolean> {
       return await endSessions(and(eq(sessions.id, sid), eq(sessions.user_id, userId))!) > 0
+    },
+
+    /** Tells every process that the account changed (deactivated, demoted, its scopes or its existence): its streams check their guard. */
+    async accountChanged (userId: number, { tx }: InTransaction = {}): Promise<void> {
+      await notifyAccounts(tx ?? db, [userId])
     },
 
     async revokeAll (userId: number, { keep, tx }: InTransaction & { keep?: string } = {}): Promise<number> {

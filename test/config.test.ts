@@ -34,6 +34,8 @@ t.test('an empty environment gives the documented defaults', async (t) => {
     EVENTS_RETENTION_HOURS: 24,
     EVENTS_MAX_EVENTS: 1000000,
     EVENTS_PURGE_INTERVAL_SECONDS: 60,
+    EVENTS_MAX_STREAMS_PER_ACCOUNT: 20,
+    EVENTS_MAX_STREAMS_PER_ADDRESS: 100,
     ACCESS_TOKEN_EXPIRE_MINUTES: 30,
     REFRESH_TOKEN_EXPIRE_DAYS: 14,
     BACKEND_CORS_ORIGINS: [],
@@ -290,6 +292,13 @@ t.test('the server\'s feed keeps the newest EVENTS_MAX_EVENTS, purged every EVEN
   // The default interval is a minute: within 20 s only the setting can have run the purge.
   const purged = await untilAnswered('the purge to keep 1000 events', async () => (await count()) === 1000 ? true : undefined, 20_000)
   t.equal(purged, true, 'the oldest 500 are gone')
+})
+
+t.test('EVENTS_MAX_STREAMS_PER_ACCOUNT and _PER_ADDRESS are the change feed\'s caps on open streams, within their bounds', async (t) => {
+  const settings = loadConfig({ EVENTS_MAX_STREAMS_PER_ACCOUNT: '5', EVENTS_MAX_STREAMS_PER_ADDRESS: '0' })
+  t.match(optionsOf(settings, readSettingFiles(settings)).changes, { maxStreamsPerAccount: 5, maxStreamsPerAddress: 0 })
+  t.throws(() => loadConfig({ EVENTS_MAX_STREAMS_PER_ACCOUNT: '-1' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_MAX_STREAMS_PER_ACCOUNT/ })
+  t.throws(() => loadConfig({ EVENTS_MAX_STREAMS_PER_ADDRESS: '100001' }), { code: 'PLINTH_INVALID_CONFIG', message: /EVENTS_MAX_STREAMS_PER_ADDRESS/ })
 })
 
 t.test('resolveConfig reads no file; readSettingFiles reads each once, with the same errors', async (t) => {

@@ -25,6 +25,8 @@ import { emailTakenOrInFlight, passwordChecked, security, userNotFound } from '.
 type Change = Partial<NewUserRow> & { password?: string }
 
 const userTags = ['users']
+/** The columns a guard reads beside the session: a change to one makes the account's open streams check their guard. */
+const RIGHTS = ['is_active', 'is_superuser', 'is_verified', 'scopes'] as const
 const lastSuperuser: ProblemExample = [...LastSuperuser.example(), 'It is the last active superuser']
 
 /** The current user's profile, and the superuser's administration of every account. */
@@ -58,6 +60,8 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
       }
     })
     if (password || values.is_active === false) await sessions.revokeAll(current.id)
+    // What the guards read changed: the account's open event streams check theirs now.
+    if (RIGHTS.some((key) => values[key] !== undefined)) await sessions.accountChanged(current.id)
     if (unverify) await mail.verify(request, updated)
     reply.header('etag', etags.of(updated))
     return toPublic(updated)
@@ -91,6 +95,7 @@ export function usersRoutes (app: App, ctx: AccountsContext) {
         return outcome === 'deleted'
       }
     })
+    await sessions.accountChanged(id)
   }
 
   app.get('/users/me', {

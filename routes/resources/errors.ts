@@ -12,12 +12,14 @@ export const resourceProblems = defineProblems({
   ResourceConflict: { status: 409, code: 'RESOURCE_CONFLICT', message: 'Another row of %s already has this %s' },
   // A `restrict` reference: `projects 7 is still referenced by rows of tasks (project_id)...`.
   ResourceReferenced: { status: 409, code: 'RESOURCE_REFERENCED', message: '%s %s is still referenced by rows of %s: delete those rows, or point them elsewhere, first' },
+  // Names the cap passed: `At most 20 event streams may be open at once per account on this server; ...`.
+  TooManyStreams: { status: 429, code: 'RESOURCE_TOO_MANY_STREAMS', message: 'At most %s event streams may be open at once per %s on this server; close one first', headers: { 'retry-after': '5' } },
   ResourceNotRegistered: {
     code: 'RESOURCE_NOT_REGISTERED',
     message: 'no resource "%s" is registered on this app: register resourcePlugin with { name: \'%s\' }, awaited, before asking for its table'
   }
 })
 
-export const { RecordNotFound, InvalidResourceOptions, ResourceConflict, ResourceReferenced, ResourceNotRegistered } = resourceProblems
+export const { RecordNotFound, InvalidResourceOptions, ResourceConflict, ResourceReferenced, ResourceNotRegistered, TooManyStreams } = resourceProblems
 
 export const invalidInput = inputError(resourceProblems.InvalidInput)

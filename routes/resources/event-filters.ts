@@ -12,6 +12,7 @@ import type { FieldKind } from '../../schemas/fields.js'
  *   en_US.UTF-8); under ctype C, PostgreSQL folds ASCII letters only.
  * - numbers: NaN equals NaN and sorts above every number, as double precision does.
  * - instants compare to the microsecond of the filter's value, as timestamptz does; rows hold milliseconds.
+ * An `in` list is compiled once into a Set of keys, each key equal where the comparison says equal.
  */
 export type RowMatcher = (row: Record<string, unknown>) => boolean
 
@@ -68,6 +69,22 @@ const COMPARE: Partial<Record<FieldKind, Compare>> = {
   boolean: (a, b) => Number(a) - Number(b)
 }
 
+const same = (value: unknown) => value
+
+/** A value's key for an `in` Set: two keys are the same (SameValueZero: NaN is NaN, 0 is -0) exactly when COMPARE says 0. */
+const KEY: Partial<Record<FieldKind, (value: unknown) => unknown>> = {
+  integer: numberOf,
+  number: numberOf,
+  text: same,
+  date: same,
+  timestamp: (value) => {
+    const [ms, micros] = instantOf(value)
+    // Not an instant: equal to nothing, as compareInstants says.
+    return Number.isNaN(ms) ? undefined : `${ms}.${micros}`
+  },
+  boolean: (value) => Number(value)
+}
+
 const WITH_ORDER: Partial<Record<Filter['op'], (order: number) => boolean>> = {
   eq: (order) => order === 0,
   lt: (order) => order < 0,
@@ -88,8 +105,10 @@ function condition (kind: FieldKind, { column, op, value }: Filter): RowMatcher 
   if (compare === undefined) throw new Error(`${column} (${kind}) has no ${op} filter`)
   if (op === 'ne') return (row) => is(row) === null || compare(is(row), value) !== 0
   if (op === 'in') {
-    const values = value as unknown[]
-    return (row) => is(row) !== null && values.some((each) => compare(is(row), each) === 0)
+    const key = KEY[kind]!
+    // Each value once, in a Set: an event costs one lookup per stream, not one comparison per value.
+    const keys = new Set<unknown>((value as unknown[]).map(key).filter((each) => each !== undefined))
+    return (row) => is(row) !== null && keys.has(key(is(row)))
   }
   const test = WITH_ORDER[op]!
   return (row) => is(row) !== null && test(compare(is(row), value))

@@ -8,7 +8,8 @@ import { notAuthenticated } from '../../plugins/auth/errors.js'
 import { guardCheck } from '../../plugins/auth/index.js'
 import { guarded, problemResponses } from '../../schemas/error.js'
 import { pascalName } from '../../schemas/fields.js'
-import { InvalidResourceOptions, invalidInput } from './errors.js'
+import type { NoticeMark, StreamSlot } from '../../http/open-streams.js'
+import { InvalidResourceOptions, TooManyStreams, invalidInput } from './errors.js'
 import { rowMatcher } from './event-filters.js'
 import { TicketParameter, eventTickets } from './event-tickets.js'
 import { checkListQuery, filterParameters, filtersOf, type Column } from './list-query.js'
@@ -80,7 +81,7 @@ function streamSchema (name: string, { listQuery, read }: EventRouteParts, filte
     headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ description: 'The id of the last event received: the stream resumes after it' })) }),
     response: {
       200: { description: 'The event stream', content: { 'text/event-stream': { schema: Type.String({ description: 'event: created\\nid: 42\\ndata: {"id":7,...}' }) } } },
-      ...problemResponses(422, 503)
+      ...problemResponses(422, [...TooManyStreams.example(20, 'account'), 'The account, or the client address, has as many streams open on this server as it may'], 503)
     }
   }, read)
 }
@@ -101,7 +102,7 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
   const feed = (): ChangeFeed => app.plinthChanges
 
   app.addHook('onReady', async function needsChangeFeed () {
-    if (!app.hasDecorator('plinthChanges')) throw new InvalidResourceOptions(`"${name}": the events route needs the change feed (plugins/changes.ts); or set routes: { events: false }`)
+    if (!app.hasDecorator('plinthChanges') || !app.hasDecorator('plinthStreams')) throw new InvalidResourceOptions(`"${name}": the events route needs the change feed (plugins/changes.ts); or set routes: { events: false }`)
   })
   // Open streams would hold the server's close until their tokens expire.
   app.addHook('preClose', async function endStreams () {
@@ -129,7 +130,13 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     return request.account.is_superuser ? undefined : request.account.id
   }
 
-  const onRequest = [...(tickets ? [tickets.redeem] : []), ...(read ? [read] : [])]
+  /** Where the account notices stood before the guard ran: a notice that came after it was read is one the guard may have missed. */
+  const marks = new WeakMap<FastifyRequest, NoticeMark>()
+  async function markNotices (request: FastifyRequest) {
+    marks.set(request, app.plinthStreams.mark())
+  }
+
+  const onRequest = [markNotices, ...(tickets ? [tickets.redeem] : []), ...(read ? [read] : [])]
   app.get('/events', { schema, config: longLived, onRequest, preValidation: checkQuery }, async function streamEvents (request, reply) {
     const { ticket, lastEventId, ...query } = request.query as Record<string, unknown>
     const after = resumePoint(request, lastEventId as string | undefined)
@@ -139,14 +146,25 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const visible = (event: ChangeEvent) => (me === undefined || event.ownerId === me) && (matches === undefined || matches(rowOf(event)))
     const exp = tickets?.expiryOf(request) ?? request.tokenClaims?.exp
     const scope: EventScope = { ownerId: me, filters, kinds }
-    return followChanges(request, reply, { after, visible, scope, me, expiresAt: exp === undefined ? undefined : exp * 1000 })
+    const slot = app.plinthStreams.claim(request)
+    if ('cap' in slot) throw new TooManyStreams(slot.max, slot.cap === 'account' ? 'account' : 'client address')
+    // However the answer ends, even before the stream opens, its place is given back.
+    reply.raw.once('close', slot.release)
+    if (request.raw.socket?.destroyed === true) slot.release()
+    try {
+      if (request.account?.id !== undefined) await app.plinthStreams.ready()
+      return await followChanges(request, reply, { after, visible, scope, me, slot, expiresAt: exp === undefined ? undefined : exp * 1000 })
+    } catch (err) {
+      slot.release()
+      throw err
+    }
   })
 
   /** `visible` decides on live events; `scope` is the same rule in the SQL of a resume. */
-  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, scope: EventScope, me: number | undefined, expiresAt?: number }
+  interface Follow { after?: bigint, visible: (event: ChangeEvent) => boolean, scope: EventScope, me: number | undefined, slot: StreamSlot, expiresAt?: number }
 
   /** Subscribe first, then read the log up to the present, then the events that came meanwhile, then live: nothing twice, nothing missed. */
-  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, scope, me, expiresAt }: Follow) {
+  async function followChanges (request: FastifyRequest, reply: FastifyReply, { after, visible, scope, me, slot, expiresAt }: Follow) {
     const changes = feed()
     // Listening first: from then on, position() is where live events start.
     await changes.ready()
@@ -194,21 +212,37 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
     const entry: Stream = { end: () => stream.end() }
     open.add(entry)
     let checking = false
-    const stopBeats = heartbeat.add(() => {
-      if (expired()) return stream.end()
-      markSeen()
-      stream.comment('ping')
-      if (recheck === undefined || checking) return
+    let again = false
+    // A superuser made ordinary would go on hearing every owner's rows: the client reconnects and is told anew.
+    const allowed = async () => { await recheck!(request); return ownerOf(request) === me }
+    /** The read guard, again: at each heartbeat, and at once when the account's sessions or rights change. */
+    const check = () => {
+      if (recheck === undefined || stream.closed) return
+      // A notice during a check may concern what that check already read: it runs once more after.
+      if (checking) {
+        again = true
+        return
+      }
       checking = true
-      // A superuser made ordinary would go on hearing every owner's rows: the client reconnects and is told anew.
-      const allowed = async () => { await recheck(request); return ownerOf(request) === me }
       allowed().then((still) => {
         checking = false
-        if (!still) stream.end()
+        if (!still) return stream.end()
+        if (again) {
+          again = false
+          check()
+        }
       }, (err: unknown) => {
         request.log.info({ err }, 'events: the read guard refuses the stream now; it ends')
         stream.end()
       })
+    }
+    slot.attach({ end: entry.end, check })
+    if (app.plinthStreams.missed(marks.get(request)!)) check()
+    const stopBeats = heartbeat.add(() => {
+      if (expired()) return stream.end()
+      markSeen()
+      stream.comment('ping')
+      check()
     })
     const expiry = expiresAt === undefined ? undefined : setTimeout(() => { if (expired()) stream.end() }, Math.max(0, expiresAt - app.plinthClock().getTime()) + 1).unref()
     stream.onClose(() => {
@@ -216,6 +250,7 @@ export async function eventRoutes (app: App, opts: ResolvedResourceOptions, part
       stopBeats()
       clearTimeout(expiry)
       open.delete(entry)
+      slot.release()
     })
 
     try {

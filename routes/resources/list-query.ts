@@ -37,6 +37,9 @@ const searchParameter = (search: readonly string[]) => Type.String({
     `At most ${MAX_SEARCH_WORDS} words; a search of excluded words alone is refused.`
 })
 
+/** The most values one `in` filter takes, on the list and on the event stream, which checks each against every event. */
+export const MAX_IN_VALUES = 100
+
 /** The query parameter of a filter: `price` for equality, `price[gte]` for the others. */
 export const filterParameter = (column: string, op: FilterOp) => op === 'eq' ? column : `${column}[${op}]`
 
@@ -67,7 +70,7 @@ const OP_WORDS: Record<FilterOp, string> = {
 function filterSchema (column: Column, op: FilterOp, field?: Field): TSchema {
   const description = `Only rows whose ${column.name} is ${OP_WORDS[op]}`
   if (op === 'is') return Type.Unsafe({ type: 'string', enum: ['null', 'not_null'], description: `Only rows whose ${column.name} is null or not` })
-  if (op === 'in') return Type.Array(filterValue(column.kind, field), { minItems: 1, description })
+  if (op === 'in') return Type.Array(filterValue(column.kind, field), { minItems: 1, maxItems: MAX_IN_VALUES, description: `${description}, at most ${MAX_IN_VALUES}` })
   if (op === 'contains' && column.kind === 'text[]') return Type.String({ pattern: TEXT_PATTERN, description: `Only rows whose ${column.name} has this element` })
   if (op === 'contains') return Type.String({ pattern: TEXT_PATTERN, description })
   return Type.Unsafe({ ...filterValue(column.kind, field), description })
@@ -124,7 +127,7 @@ export function filterParameters (columns: Column[]): Map<string, { column: stri
   return parameters
 }
 
-/** preValidation: an unknown parameter is a 422 naming it (the schema would drop it silently); `in` lists are split at commas. */
+/** preValidation: an unknown parameter is a 422 naming it (the schema would drop it silently); `in` lists are split at commas and bounded. */
 export function checkListQuery (columns: Column[], { search = [] }: ListOptions = {}) {
   const filters = filterParameters(columns)
   const byName = new Map(columns.map((column) => [column.name, column]))
@@ -140,7 +143,10 @@ export function checkListQuery (columns: Column[], { search = [] }: ListOptions 
       }
       const filter = filters.get(key)
       if (filter === undefined) throw invalidInput('querystring', `/${key}`, unknownFilter(key, byName))
-      if (filter.op === 'in' && typeof value === 'string') query[key] = value.split(',')
+      if (filter.op !== 'in') continue
+      const values = typeof value === 'string' ? value.split(',') : [value].flat()
+      if (values.length > MAX_IN_VALUES) throw invalidInput('querystring', `/${key}`, `has ${values.length} values: an in filter takes at most ${MAX_IN_VALUES}`)
+      if (typeof value === 'string') query[key] = values
     }
   }
 }
