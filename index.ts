@@ -11,6 +11,7 @@ export { default as docsPlugin, DocsOptionsSchema, type DocsOptions } from './pl
 export { default as securityPlugin } from './plugins/security.js'
 export { default as dbPlugin, type DbOptions } from './plugins/db.js'
 export { default as metricsPlugin, metricsServer, type MetricsOptions, type PlinthEvent, type PlinthMetrics } from './plugins/metrics.js'
+export { requestLogSerializer } from './http/log-redaction.js'
 export { default as overloadPlugin, OverloadOptionsSchema, neverShed, type OverloadOptions } from './plugins/overload.js'
 export {
   default as authPlugin, AuthOptionsSchema, TokenError,

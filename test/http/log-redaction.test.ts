@@ -42,3 +42,15 @@ t.test('withoutSecrets redacts the ticket wherever the query has it, and nothing
   ]
   for (const [url, logged] of cases) t.equal(withoutSecrets(url), logged, url)
 })
+
+t.test('a host\'s own logger redacts a ticket with the serializer plinth exports', async (t) => {
+  const { requestLogSerializer } = await import('../../index.js')
+  const { default: Fastify } = await import('fastify')
+  const logs = captureLogs()
+  const host = Fastify({ logger: { ...logs.logger, serializers: { req: requestLogSerializer } } })
+  t.teardown(() => host.close())
+  host.get('/feed', async () => 'ok')
+  t.equal((await host.inject({ url: '/feed?ticket=secret-ticket-value&x=1' })).statusCode, 200)
+  t.notOk(JSON.stringify(logs.lines).includes('secret-ticket-value'), 'the ticket is nowhere in the host\'s log')
+  t.ok(logs.lines.some((line) => (line.req as { url?: string } | undefined)?.url === '/feed?ticket=[redacted]&x=1'), 'its request line shows it redacted')
+})
