@@ -36,7 +36,7 @@ const MAIN_VALUES = [
   'etagsPlugin', 'forbiddenError', 'guardsOf', 'healthPlugin', 'loadConfig', 'metricsPlugin', 'metricsServer', 'neverShed',
   'notFoundError', 'overloadPlugin', 'problem', 'problemError', 'readResourcesFile', 'resolveConfig', 'resourcePlugin',
   'resourceTable', 'securityPlugin', 'validationError', 'wellKnownPlugin', 'defineResource', 'loadResourceHooks', 'resourceHooks',
-  'Reference', 'changesPlugin', 'ChangesOptionsSchema'
+  'Reference', 'changesPlugin', 'ChangesOptionsSchema', 'requestLogSerializer'
 ]
 
 t.test('the main entry holds what a host registers, configures and throws, and nothing lower-level', async (t) => {
